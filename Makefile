@@ -1,0 +1,46 @@
+# The two commands a new user runs are `make demo` and `make test`.
+GO ?= go
+PKGS := ./...
+
+.PHONY: all demo test test-unit test-integration bench fmt lint vet cluster-bin demo-cluster clean
+
+all: lint test
+
+## demo: run the typed pod controller demo on an embedded simulated cluster.
+demo:
+	$(GO) run ./examples/podwatch $(DEMO_FLAGS)
+
+## test: vet, then every test with the race detector, including the real
+## kube-apiserver + etcd integration suite (builds the binaries if needed).
+test: lint test-unit test-integration
+
+test-unit:
+	$(GO) test -race -count=1 $(PKGS)
+
+test-integration: cluster-bin
+	$(GO) test -race -count=1 -tags integration -timeout 30m ./internal/... ./typed/... ./source/...
+
+## bench: throughput, allocation and memory benchmarks, side by side with client-go.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+## cluster-bin: build kube-apiserver and etcd from the Go module proxy into bin/.
+cluster-bin:
+	bash hack/tools/build.sh
+
+## demo-cluster: start a local kube-apiserver + etcd, seed pods, run the demo against it.
+demo-cluster: cluster-bin
+	bash hack/demo-cluster.sh
+
+fmt:
+	gofmt -w .
+
+vet:
+	$(GO) vet $(PKGS)
+
+lint: vet
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+clean:
+	rm -rf bin

@@ -1,0 +1,250 @@
+package cache
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// IndexerOptions configures [NewIndexer]. The zero value is ready to use.
+type IndexerOptions[T Object] struct {
+	// KeyFunc computes object keys. Default: [MetaKey].
+	KeyFunc KeyFunc[T]
+	// Indexers are the initial index functions. Default: none besides the
+	// namespace index.
+	Indexers Indexers[T]
+	// NoNamespaceIndex turns off the built-in [NamespaceIndex]. Default:
+	// false, the namespace index is maintained.
+	NoNamespaceIndex bool
+}
+
+// entry is one stored object with the values computed for each custom index,
+// aligned with Indexer.names. Keeping the values makes removal exact even if
+// an index function is not deterministic.
+type entry[T Object] struct {
+	obj  T
+	vals [][]string
+}
+
+// Indexer is a thread-safe [Store] with typed indexes. All methods may be
+// called concurrently. Objects handed in become owned by the Indexer and
+// must not be mutated afterwards; objects handed out are shared and must not
+// be mutated either.
+type Indexer[T Object] struct {
+	keyFunc KeyFunc[T]
+
+	mu      sync.RWMutex
+	items   map[Key]entry[T]
+	byNS    index // nil when the namespace index is off
+	names   []string
+	funcs   Indexers[T]
+	indices map[string]index
+
+	snaps snapshots[T]
+}
+
+// NewIndexer returns an empty Indexer.
+func NewIndexer[T Object](opts IndexerOptions[T]) (*Indexer[T], error) {
+	x := &Indexer[T]{
+		keyFunc: opts.KeyFunc,
+		items:   map[Key]entry[T]{},
+		funcs:   Indexers[T]{},
+		indices: map[string]index{},
+	}
+	if x.keyFunc == nil {
+		x.keyFunc = MetaKey[T]
+	}
+	if !opts.NoNamespaceIndex {
+		x.byNS = index{}
+	}
+	if err := x.AddIndexers(opts.Indexers); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+var _ Store[*metav1.PartialObjectMetadata] = (*Indexer[*metav1.PartialObjectMetadata])(nil)
+
+// KeyOf returns the key the Indexer uses for obj.
+func (x *Indexer[T]) KeyOf(obj T) (Key, error) { return x.keyFunc(obj) }
+
+// Add inserts obj or replaces the object with the same key.
+func (x *Indexer[T]) Add(obj T) error {
+	k, err := x.keyFunc(obj)
+	if err != nil {
+		return fmt.Errorf("cache: add: %w", err)
+	}
+	return x.Set(k, obj)
+}
+
+// Update is the same as Add.
+func (x *Indexer[T]) Update(obj T) error {
+	k, err := x.keyFunc(obj)
+	if err != nil {
+		return fmt.Errorf("cache: update: %w", err)
+	}
+	return x.Set(k, obj)
+}
+
+// Set stores obj under a key the caller has already computed with the
+// Indexer's key function. The informer uses it so that a key is computed
+// once per event.
+func (x *Indexer[T]) Set(k Key, obj T) error {
+	var zero T
+	if obj == zero {
+		return fmt.Errorf("cache: set %v: %w", k, ErrNilObject)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	vals, err := computeValues(x.names, x.funcs, obj)
+	if err != nil {
+		return fmt.Errorf("cache: set %v: %w", k, err)
+	}
+	old, existed := x.items[k]
+	x.items[k] = entry[T]{obj: obj, vals: vals}
+	if x.byNS != nil {
+		if existed {
+			if ons := old.obj.GetNamespace(); ons != obj.GetNamespace() {
+				x.byNS.remove([]string{ons}, k)
+				x.byNS.add([]string{obj.GetNamespace()}, k)
+			}
+		} else {
+			x.byNS.add([]string{obj.GetNamespace()}, k)
+		}
+	}
+	for i, name := range x.names {
+		if existed {
+			if sameValues(old.vals[i], vals[i]) {
+				continue
+			}
+			x.indices[name].remove(old.vals[i], k)
+		}
+		x.indices[name].add(vals[i], k)
+	}
+	return nil
+}
+
+// Delete removes the object with obj's key, if present.
+func (x *Indexer[T]) Delete(obj T) error {
+	k, err := x.keyFunc(obj)
+	if err != nil {
+		return fmt.Errorf("cache: delete: %w", err)
+	}
+	x.DeleteKey(k)
+	return nil
+}
+
+// DeleteKey removes the object stored under k, if present.
+func (x *Indexer[T]) DeleteKey(k Key) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	old, ok := x.items[k]
+	if !ok {
+		return
+	}
+	delete(x.items, k)
+	if x.byNS != nil {
+		x.byNS.remove([]string{old.obj.GetNamespace()}, k)
+	}
+	for i, name := range x.names {
+		x.indices[name].remove(old.vals[i], k)
+	}
+}
+
+// Replace swaps the whole content for list. Every key and index value is
+// computed first; if any fails, Replace returns the error and the Indexer is
+// unchanged. When list holds two objects with the same key, the later wins.
+func (x *Indexer[T]) Replace(list []T, _ string) error {
+	var zero T
+	items := make(map[Key]entry[T], len(list))
+	for i, obj := range list {
+		if obj == zero {
+			return fmt.Errorf("cache: replace: item %d: %w", i, ErrNilObject)
+		}
+		k, err := x.keyFunc(obj)
+		if err != nil {
+			return fmt.Errorf("cache: replace: item %d: %w", i, err)
+		}
+		items[k] = entry[T]{obj: obj}
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.rebuildLocked(items, x.names, x.funcs)
+}
+
+// rebuildLocked computes every index over items and installs the result. It
+// changes nothing if an index function fails.
+func (x *Indexer[T]) rebuildLocked(items map[Key]entry[T], names []string, funcs Indexers[T]) error {
+	indices := make(map[string]index, len(names))
+	for _, name := range names {
+		indices[name] = index{}
+	}
+	var byNS index
+	if x.byNS != nil {
+		byNS = index{}
+	}
+	for k, e := range items {
+		vals, err := computeValues(names, funcs, e.obj)
+		if err != nil {
+			return fmt.Errorf("cache: %v: %w", k, err)
+		}
+		e.vals = vals
+		items[k] = e
+		for i, name := range names {
+			indices[name].add(vals[i], k)
+		}
+		if byNS != nil {
+			byNS.add([]string{e.obj.GetNamespace()}, k)
+		}
+	}
+	x.items, x.names, x.funcs, x.indices, x.byNS = items, names, funcs, indices, byNS
+	return nil
+}
+
+// Resync does nothing and returns nil.
+func (x *Indexer[T]) Resync() error { return nil }
+
+// AddIndexers adds index functions, also when objects are already stored:
+// the new indexes are built over them. If a name is taken or an index
+// function fails on any stored object, nothing changes.
+func (x *Indexer[T]) AddIndexers(add Indexers[T]) error {
+	if len(add) == 0 {
+		return nil
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	funcs := cloneIndexers(x.funcs)
+	names := slices.Clone(x.names)
+	newNames := make([]string, 0, len(add))
+	for name, f := range add {
+		if _, taken := funcs[name]; taken || (name == NamespaceIndex && x.byNS != nil) {
+			return fmt.Errorf("%w: %q", ErrIndexExists, name)
+		}
+		if f == nil {
+			return fmt.Errorf("cache: index %q: nil index function", name)
+		}
+		funcs[name] = f
+		newNames = append(newNames, name)
+	}
+	slices.Sort(newNames)
+	names = append(names, newNames...)
+	items := make(map[Key]entry[T], len(x.items))
+	for k, e := range x.items {
+		items[k] = entry[T]{obj: e.obj}
+	}
+	return x.rebuildLocked(items, names, funcs)
+}
+
+// GetIndexers returns a copy of the index functions, including the namespace
+// index when it is maintained.
+func (x *Indexer[T]) GetIndexers() Indexers[T] {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	out := cloneIndexers(x.funcs)
+	if x.byNS != nil {
+		out[NamespaceIndex] = IndexByNamespace[T]
+	}
+	return out
+}
