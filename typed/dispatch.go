@@ -1,0 +1,69 @@
+package typed
+
+import (
+	"fmt"
+
+	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/fifo"
+)
+
+// processBatch applies popped deltas to the cache and hands the resulting
+// notifications to every listener. It runs with the queue's lock held, so
+// Replace and Resync never see the cache half a batch behind the queue.
+func (inf *Informer[T]) processBatch(items []fifo.Item[T], initial bool) error {
+	inf.dispatch.Lock()
+	defer inf.dispatch.Unlock()
+	ns := inf.scratch[:0]
+	for i := range items {
+		for _, d := range items[i].Deltas {
+			if n, ok := inf.apply(items[i].Key, d, initial); ok {
+				ns = append(ns, n)
+			}
+		}
+	}
+	for _, l := range inf.listeners {
+		l.push(ns)
+	}
+	clear(ns)
+	inf.scratch = ns[:0]
+	return nil
+}
+
+// apply changes the cache for one delta and returns the notification for
+// the handlers, if any.
+func (inf *Informer[T]) apply(k cache.Key, d fifo.Delta[T], initial bool) (notification[T], bool) {
+	old, existed := inf.indexer.GetByKey(k)
+	switch d.Type {
+	case fifo.Deleted:
+		if !existed {
+			return notification[T]{}, false
+		}
+		inf.indexer.DeleteKey(k)
+		obj := d.Object
+		var zero T
+		if obj == zero {
+			obj = old
+		}
+		return notification[T]{kind: notifyDelete, key: k, obj: obj, fsu: d.FinalStateUnknown}, true
+	default: // Added, Updated, Replaced, Sync
+		if err := inf.indexer.Set(k, d.Object); err != nil {
+			inf.reportError(fmt.Errorf("cache %v: %w", k, err))
+			return notification[T]{}, false
+		}
+		if existed {
+			return notification[T]{kind: notifyUpdate, key: k, old: old, obj: d.Object}, true
+		}
+		return notification[T]{kind: notifyAdd, key: k, obj: d.Object, initial: initial}, true
+	}
+}
+
+// markSynced tells every listener that its initial notifications are all
+// queued, once the informer has synced.
+func (inf *Informer[T]) markSynced() {
+	inf.dispatch.Lock()
+	defer inf.dispatch.Unlock()
+	for _, l := range inf.listeners {
+		l.initDone.Store(true)
+	}
+	inf.status.markSynced()
+}
