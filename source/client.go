@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -54,7 +56,7 @@ func (s *runtimeSource[T]) List(ctx context.Context, opts metav1.ListOptions) (L
 	if err != nil {
 		return List[T]{}, &Error{Phase: PhaseList, Err: err}
 	}
-	if obj == nil {
+	if isNil(obj) {
 		return List[T]{}, &Error{Phase: PhaseList, Err: fmt.Errorf("%w: nil list", ourcache.ErrNilObject)}
 	}
 	lm, err := meta.ListAccessor(obj)
@@ -83,7 +85,7 @@ func (s *runtimeSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (
 	if err != nil {
 		return nil, &Error{Phase: PhaseWatchStart, Err: err}
 	}
-	if w == nil {
+	if w == nil || reflect.ValueOf(w).Kind() == reflect.Pointer && reflect.ValueOf(w).IsNil() {
 		return nil, &Error{Phase: PhaseWatchStart, Err: fmt.Errorf("%w: nil watch", ourcache.ErrNilObject)}
 	}
 	return &runtimeWatcher[T]{w: w}, nil
@@ -92,12 +94,23 @@ func (s *runtimeSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (
 // runtimeWatcher converts a watch.Interface stream event by event, on the
 // caller's goroutine: no extra goroutine or channel hop.
 type runtimeWatcher[T ourcache.Object] struct {
-	w watch.Interface
+	w       watch.Interface
+	stopped atomic.Bool
 }
 
-func (r *runtimeWatcher[T]) Stop() { r.w.Stop() }
+func (r *runtimeWatcher[T]) Stop() {
+	if r.stopped.CompareAndSwap(false, true) {
+		r.w.Stop()
+	}
+}
 
 func (r *runtimeWatcher[T]) Next(ctx context.Context) (Event[T], error) {
+	if err := ctx.Err(); err != nil {
+		return Event[T]{}, err
+	}
+	if r.stopped.Load() {
+		return Event[T]{}, ErrWatchClosed
+	}
 	select {
 	case <-ctx.Done():
 		return Event[T]{}, ctx.Err()
@@ -129,17 +142,27 @@ func convert[T ourcache.Object](ev watch.Event) Event[T] {
 // statusError turns the object of an ERROR event into an error: the API
 // status it carries, or a malformed-event error.
 func statusError(obj runtime.Object) error {
-	if status, ok := obj.(*metav1.Status); ok && status != nil {
-		return apierrors.FromObject(status)
-	}
-	if obj == nil {
+	if isNil(obj) {
 		return fmt.Errorf("%w: error event without a status", ErrMalformed)
+	}
+	if status, ok := obj.(*metav1.Status); ok {
+		return apierrors.FromObject(status)
 	}
 	err := apierrors.FromObject(obj)
 	if _, ok := err.(apierrors.APIStatus); ok {
 		return err
 	}
 	return fmt.Errorf("%w: error event carrying %T", ErrMalformed, obj)
+}
+
+// isNil reports a nil object, including a typed nil pointer in the
+// interface, which the API machinery's accessors would dereference.
+func isNil(obj runtime.Object) bool {
+	if obj == nil {
+		return true
+	}
+	v := reflect.ValueOf(obj)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // ErrMalformed is wrapped by errors about frames that make no sense: an

@@ -194,3 +194,37 @@ func TestFromListerWatcherList(t *testing.T) {
 		t.Errorf("list of services: %v, want ErrWrongType in phase list", err)
 	}
 }
+
+func TestTypedNilsDoNotPanic(t *testing.T) {
+	var nilList *corev1.PodList
+	src := source.FromListerWatcher[*corev1.Pod](&clientcache.ListWatch{
+		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) { return nilList, nil },
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+			fw := watch.NewFake()
+			go func() {
+				var nilStatus *metav1.Status
+				fw.Error(nilStatus)
+			}()
+			return fw, nil
+		},
+	})
+	if _, err := src.List(context.Background(), metav1.ListOptions{}); !errors.Is(err, cache.ErrNilObject) {
+		t.Errorf("List of a typed nil list = %v, want ErrNilObject", err)
+	}
+	w, err := src.Watch(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	ev, err := w.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Type != watch.Error || !errors.Is(ev.Err, source.ErrMalformed) {
+		t.Errorf("typed nil Status event = %+v, want a malformed error event", ev)
+	}
+	w.Stop()
+	if _, err := w.Next(context.Background()); !errors.Is(err, source.ErrWatchClosed) {
+		t.Errorf("Next after Stop = %v, want ErrWatchClosed", err)
+	}
+}
