@@ -39,5 +39,6 @@
 // has left the queue but has not reached the cache yet. The process function
 // must therefore not call back into the queue. If it returns an error the
 // popped deltas are put back at the head of the queue, unchanged, and the
-// error is returned.
+// error is returned; if it panics they are put back the same way, the lock
+// is released and the panic goes on.
 package fifo

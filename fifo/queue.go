@@ -226,7 +226,9 @@ func (q *Queue[T]) queueLocked(k cache.Key, d Delta[T]) {
 
 // Pop waits for an item and calls process with it. It returns process's
 // error (the item is then back at the head of the queue), ctx's error if ctx
-// ends first, or ErrClosed once the queue is closed and empty.
+// ends first, or ErrClosed once the queue is closed and empty. As with
+// PopBatch, the item's Deltas slice may be reused once process returns:
+// process must not retain it (the objects themselves may be kept).
 func (q *Queue[T]) Pop(ctx context.Context, process func(item Item[T], isInInitialList bool) error) error {
 	return q.pop(ctx, 1, func(items []Item[T], initial bool) error { return process(items[0], initial) })
 }
@@ -244,9 +246,7 @@ func (q *Queue[T]) pop(ctx context.Context, max int, process func([]Item[T], boo
 	for {
 		q.mu.Lock()
 		if q.lenLocked() > 0 {
-			err := q.processLocked(max, process)
-			q.mu.Unlock()
-			return err
+			return q.processAndUnlock(max, process)
 		}
 		closed := q.closed
 		q.mu.Unlock()
@@ -262,7 +262,11 @@ func (q *Queue[T]) pop(ctx context.Context, max int, process func([]Item[T], boo
 	}
 }
 
-func (q *Queue[T]) processLocked(max int, process func([]Item[T], bool) error) error {
+// processAndUnlock hands out up to max items to process and releases the
+// lock. It also does so if process panics: the items then go back to the
+// head of the queue, as when process fails, and the panic goes on.
+func (q *Queue[T]) processAndUnlock(max int, process func([]Item[T], bool) error) error {
+	defer q.mu.Unlock()
 	initial := q.initialCount > 0
 	if initial && max > q.initialCount {
 		max = q.initialCount // never mix initial and later items in a batch
@@ -273,22 +277,26 @@ func (q *Queue[T]) processLocked(max int, process func([]Item[T], bool) error) e
 	} else {
 		n = q.takeInOrderLocked(max)
 	}
-	err := process(q.batch, initial)
-	if err != nil {
-		if q.opts.Ordering == PerKey {
-			q.requeuePerKeyLocked()
-		} else {
-			q.requeueInOrderLocked()
+	failed := true // until process returns nil
+	defer func() {
+		if failed {
+			if q.opts.Ordering == PerKey {
+				q.requeuePerKeyLocked()
+			} else {
+				q.requeueInOrderLocked()
+			}
+		} else if initial {
+			q.initialCount -= n
+			q.checkSyncedLocked()
 		}
-	} else if initial {
-		q.initialCount -= n
-		q.checkSyncedLocked()
-	}
-	clear(q.batch)
-	clear(q.deltas)
-	q.batch, q.deltas = q.batch[:0], q.deltas[:0]
-	if err != nil {
-		q.signal()
-	}
+		clear(q.batch)
+		clear(q.deltas)
+		q.batch, q.deltas = q.batch[:0], q.deltas[:0]
+		if failed {
+			q.signal()
+		}
+	}()
+	err := process(q.batch, initial)
+	failed = err != nil
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -117,7 +118,7 @@ func TestInformerEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := stateOf(fake.Items())
-	eventually(t, "handler converges", func() bool { return cmp.Equal(want, rec.replay()) })
+	eventually(t, "handler converges", func() bool { return maps.Equal(want, rec.replay()) })
 	if diff := cmp.Diff(want, stateOf(inf.Store().List())); diff != "" {
 		t.Errorf("I1: cache differs from server (-want +got):\n%s", diff)
 	}
@@ -171,38 +172,52 @@ func faults(t *testing.T, watchList bool) {
 			}
 
 			next := 300
-			keys := func() []cache.Key {
-				var ks []cache.Key
-				for _, p := range fake.Items() {
-					ks = append(ks, cache.KeyOf(p))
-				}
-				return ks
+			live := map[cache.Key]bool{}
+			for _, p := range seed {
+				live[cache.KeyOf(p)] = true
+			}
+			// pick returns a random live key; map order is random, so draw
+			// from a sorted slice to keep runs reproducible.
+			pick := func() cache.Key {
+				ks := sortedKeys(toState(live))
+				return ks[rng.IntN(len(ks))]
 			}
 			var missedDeletes []cache.Key
 			for op := range 3000 {
-				ks := keys()
 				switch r := rng.IntN(100); {
-				case r < 30 || len(ks) == 0:
+				case r < 30 || len(live) == 0:
 					next++
-					_, _ = fake.Add(pod(fmt.Sprintf("ns-%d", next%5), fmt.Sprintf("p-%d", next), nil))
+					p := pod(fmt.Sprintf("ns-%d", next%5), fmt.Sprintf("p-%d", next), nil)
+					if _, err := fake.Add(p); err != nil {
+						t.Fatal(err)
+					}
+					live[cache.KeyOf(p)] = true
 				case r < 70:
-					k := ks[rng.IntN(len(ks))]
-					_, _ = fake.Update(pod(k.Namespace, k.Name, map[string]string{"op": fmt.Sprint(op)}))
+					k := pick()
+					if _, err := fake.Update(pod(k.Namespace, k.Name, map[string]string{"op": fmt.Sprint(op)})); err != nil {
+						t.Fatal(err)
+					}
 				default:
-					_, _ = fake.Delete(ks[rng.IntN(len(ks))])
+					k := pick()
+					if _, err := fake.Delete(k); err != nil {
+						t.Fatal(err)
+					}
+					delete(live, k)
 				}
 				switch {
-				case op%300 == 150:
+				case op%300 == 150 && len(live) > 0:
 					// A missed delete: the event is lost and the history
 					// compacted, so only a relist can tell.
 					eventually(t, fmt.Sprintf("informer catches up (op %d)", op), func() bool {
 						return inf.LastSyncResourceVersion() == fake.ResourceVersion()
 					})
 					fake.DropEvents(1)
-					k := ks[rng.IntN(len(ks))]
-					if _, err := fake.Delete(k); err == nil {
-						missedDeletes = append(missedDeletes, k)
+					k := pick()
+					if _, err := fake.Delete(k); err != nil {
+						t.Fatal(err)
 					}
+					delete(live, k)
+					missedDeletes = append(missedDeletes, k)
 					fake.Compact()
 					fake.CutWatches()
 				case rng.IntN(30) == 0:
@@ -210,9 +225,9 @@ func faults(t *testing.T, watchList bool) {
 				}
 			}
 			want := stateOf(fake.Items())
-			eventually(t, "cache converges", func() bool { return cmp.Equal(want, stateOf(inf.Store().List())) })
-			eventually(t, "handler a converges", func() bool { return cmp.Equal(want, a.replay()) })
-			eventually(t, "handler b converges", func() bool { return cmp.Equal(want, b.replay()) })
+			eventually(t, "cache converges", func() bool { return maps.Equal(want, stateOf(inf.Store().List())) })
+			eventually(t, "handler a converges", func() bool { return maps.Equal(want, a.replay()) })
+			eventually(t, "handler b converges", func() bool { return maps.Equal(want, b.replay()) })
 			a.check(t, want)
 			b.check(t, want)
 			for _, k := range missedDeletes {

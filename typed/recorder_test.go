@@ -174,3 +174,11 @@ func sortedKeys(s state) []cache.Key {
 }
 
 var podsResource = schema.GroupResource{Resource: "pods"}
+
+func toState(keys map[cache.Key]bool) state {
+	s := state{}
+	for k := range keys {
+		s[k] = ""
+	}
+	return s
+}
