@@ -30,11 +30,16 @@ func (p *snapshots[T]) put(s *snapshot[T]) {
 	p.pool.Put(s)
 }
 
-// snapshotLocked copies the selected entries; keep reports whether to include
-// an object (nil keeps all). wantKeys and wantObjs pick what to copy.
+// snapshot copies the entries that set yields, under the read lock, into a
+// pooled buffer; wantKeys and wantObjs pick what to copy. The caller puts
+// the buffer back when done.
 func (x *Indexer[T]) snapshot(set func(yield func(Key, T) bool), wantKeys, wantObjs bool) *snapshot[T] {
 	s := x.snaps.get()
 	x.mu.RLock()
+	// Deferred so that a panic in set (a custom labels.Selector's Matches
+	// runs there) does not leave the read lock held, which would block
+	// every later write forever.
+	defer x.mu.RUnlock()
 	set(func(k Key, obj T) bool {
 		if wantKeys {
 			s.keys = append(s.keys, k)
@@ -44,7 +49,6 @@ func (x *Indexer[T]) snapshot(set func(yield func(Key, T) bool), wantKeys, wantO
 		}
 		return true
 	})
-	x.mu.RUnlock()
 	return s
 }
 

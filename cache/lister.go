@@ -124,14 +124,8 @@ func (l *Lister[T]) matchLocked(ns string, scoped bool, selector labels.Selector
 			best, bestN = []keySet{x.byNS[ns]}, len(x.byNS[ns])
 		}
 		if !everything {
-			if sets, ok := x.labelCandidatesLocked(selector); ok {
-				n := 0
-				for _, set := range sets {
-					n += len(set)
-				}
-				if bestN < 0 || n < bestN {
-					best, bestN = sets, n
-				}
+			if sets, n, ok := x.labelCandidatesLocked(selector); ok && (bestN < 0 || n < bestN) {
+				best, bestN = sets, n
 			}
 		}
 		if bestN < 0 {
@@ -152,13 +146,16 @@ func (l *Lister[T]) matchLocked(ns string, scoped bool, selector labels.Selector
 	}
 }
 
-// labelCandidatesLocked finds an equality or set-membership requirement on a
-// label that has a label index, and returns the key sets it selects.
-func (x *Indexer[T]) labelCandidatesLocked(selector labels.Selector) ([]keySet, bool) {
+// labelCandidatesLocked looks at every equality or set-membership
+// requirement on a label that has a label index, and returns the key sets
+// selected by the one that selects the fewest keys, with that number.
+func (x *Indexer[T]) labelCandidatesLocked(selector labels.Selector) ([]keySet, int, bool) {
 	reqs, selectable := selector.Requirements()
 	if !selectable {
-		return nil, false
+		return nil, 0, false
 	}
+	var best []keySet
+	bestN := -1
 	for _, r := range reqs {
 		switch r.Operator() {
 		case selection.Equals, selection.DoubleEquals, selection.In:
@@ -169,12 +166,18 @@ func (x *Indexer[T]) labelCandidatesLocked(selector labels.Selector) ([]keySet, 
 		if !ok {
 			continue
 		}
-		vals := r.Values().UnsortedList()
+		// Values is a set: a value repeated in the requirement must not
+		// yield its objects twice.
+		vals := r.Values()
 		sets := make([]keySet, 0, len(vals))
-		for _, v := range vals {
+		n := 0
+		for v := range vals {
 			sets = append(sets, ix[v])
+			n += len(ix[v])
 		}
-		return sets, true
+		if bestN < 0 || n < bestN {
+			best, bestN = sets, n
+		}
 	}
-	return nil, false
+	return best, bestN, bestN >= 0
 }
