@@ -92,17 +92,31 @@ func (x *Indexer[T]) Update(obj T) error {
 // Indexer's key function. The informer uses it so that a key is computed
 // once per event.
 func (x *Indexer[T]) Set(k Key, obj T) error {
+	_, _, err := x.Swap(k, obj)
+	return err
+}
+
+// Swap is Set that also returns the object it replaced, if any, under the
+// same lock.
+func (x *Indexer[T]) Swap(k Key, obj T) (old T, existed bool, err error) {
 	var zero T
 	if obj == zero {
-		return fmt.Errorf("cache: set %v: %w", k, ErrNilObject)
+		return zero, false, fmt.Errorf("cache: set %v: %w", k, ErrNilObject)
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	vals, err := computeValues(x.names, x.funcs, obj)
 	if err != nil {
-		return fmt.Errorf("cache: set %v: %w", k, err)
+		return zero, false, fmt.Errorf("cache: set %v: %w", k, err)
 	}
-	old, existed := x.items[k]
+	prev, existed := x.items[k]
+	x.setLocked(k, obj, vals, prev, existed)
+	return prev.obj, existed, nil
+}
+
+// setLocked stores obj and updates every index; old is the entry it
+// replaces when existed.
+func (x *Indexer[T]) setLocked(k Key, obj T, vals [][]string, old entry[T], existed bool) {
 	x.items[k] = entry[T]{obj: obj, vals: vals}
 	if x.byNS != nil {
 		if existed {
@@ -123,7 +137,6 @@ func (x *Indexer[T]) Set(k Key, obj T) error {
 		}
 		x.indices[name].add(vals[i], k)
 	}
-	return nil
 }
 
 // Delete removes the object with obj's key, if present.
@@ -136,13 +149,13 @@ func (x *Indexer[T]) Delete(obj T) error {
 	return nil
 }
 
-// DeleteKey removes the object stored under k, if present.
-func (x *Indexer[T]) DeleteKey(k Key) {
+// DeleteKey removes the object stored under k, if present, and returns it.
+func (x *Indexer[T]) DeleteKey(k Key) (T, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	old, ok := x.items[k]
 	if !ok {
-		return
+		return old.obj, false
 	}
 	delete(x.items, k)
 	if x.byNS != nil {
@@ -151,6 +164,7 @@ func (x *Indexer[T]) DeleteKey(k Key) {
 	for i, name := range x.names {
 		x.indices[name].remove(old.vals[i], k)
 	}
+	return old.obj, true
 }
 
 // Replace swaps the whole content for list. Every key and index value is

@@ -32,13 +32,12 @@ func (inf *Informer[T]) processBatch(items []fifo.Item[T], initial bool) error {
 // apply changes the cache for one delta and returns the notification for
 // the handlers, if any.
 func (inf *Informer[T]) apply(k cache.Key, d fifo.Delta[T], initial bool) (notification[T], bool) {
-	old, existed := inf.indexer.GetByKey(k)
 	switch d.Type {
 	case fifo.Deleted:
+		old, existed := inf.indexer.DeleteKey(k)
 		if !existed {
 			return notification[T]{}, false
 		}
-		inf.indexer.DeleteKey(k)
 		obj := d.Object
 		var zero T
 		if obj == zero {
@@ -46,7 +45,8 @@ func (inf *Informer[T]) apply(k cache.Key, d fifo.Delta[T], initial bool) (notif
 		}
 		return notification[T]{kind: notifyDelete, key: k, obj: obj, fsu: d.FinalStateUnknown}, true
 	default: // Added, Updated, Replaced, Sync
-		if err := inf.indexer.Set(k, d.Object); err != nil {
+		old, existed, err := inf.indexer.Swap(k, d.Object)
+		if err != nil {
 			inf.reportError(fmt.Errorf("cache %v: %w", k, err))
 			return notification[T]{}, false
 		}

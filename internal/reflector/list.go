@@ -28,19 +28,17 @@ func (r *Reflector[T]) relistRV() string {
 // content with it in one Replace.
 func (r *Reflector[T]) list(ctx context.Context) error {
 	rv := r.relistRV()
-	r.count(func(s *Stats) {
-		s.Lists++
-		if r.lastSyncRV != "" {
-			s.Relists++
-		}
-	})
+	r.lists.Add(1)
+	if r.synced() {
+		r.relists.Add(1)
+	}
 	items, listRV, err := r.listPages(ctx, rv)
 	if err != nil && (isExpired(err) || isTooLarge(err)) {
 		klog.FromContext(ctx).V(2).Info("list resourceVersion unavailable, listing from etcd", "resourceVersion", rv, "err", err)
 		r.mu.Lock()
 		r.rvUnavailable = true
 		r.mu.Unlock()
-		r.count(func(s *Stats) { s.Lists++ })
+		r.lists.Add(1)
 		items, listRV, err = r.listPages(ctx, "")
 	}
 	if err != nil {
@@ -72,7 +70,7 @@ func (r *Reflector[T]) listPages(ctx context.Context, rv string) ([]T, string, e
 		if err != nil {
 			if opts.Continue != "" && isExpired(err) {
 				klog.FromContext(ctx).V(2).Info("continue token expired, listing again without paging", "err", err)
-				r.count(func(s *Stats) { s.Lists++ })
+				r.lists.Add(1)
 				page, err = r.src.List(ctx, metav1.ListOptions{ResourceVersion: ""})
 				if err != nil {
 					return nil, "", err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -73,7 +74,8 @@ type Reflector[T cache.Object] struct {
 	lastSyncRV    string
 	rvUnavailable bool // the last RV was refused as expired or too large
 	noWatchList   bool // the source refused a streaming list
-	stats         Stats
+
+	lists, watches, watchLists, relists, events, bookmarks, errs atomic.Int64
 }
 
 // New returns a reflector that feeds queue from src.
@@ -108,15 +110,18 @@ func (r *Reflector[T]) LastSyncResourceVersion() string {
 
 // Stats returns a copy of the counters.
 func (r *Reflector[T]) Stats() Stats {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.stats
+	return Stats{
+		Lists: int(r.lists.Load()), Watches: int(r.watches.Load()), WatchLists: int(r.watchLists.Load()),
+		Relists: int(r.relists.Load()), Events: int(r.events.Load()), Bookmarks: int(r.bookmarks.Load()),
+		Errors: int(r.errs.Load()),
+	}
 }
 
-func (r *Reflector[T]) count(f func(*Stats)) {
+// synced reports whether a list has succeeded before.
+func (r *Reflector[T]) synced() bool {
 	r.mu.Lock()
-	f(&r.stats)
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	return r.lastSyncRV != ""
 }
 
 // Run lists and watches until ctx ends, then returns nil. Errors are
@@ -148,7 +153,7 @@ func (r *Reflector[T]) sleep(ctx context.Context) bool {
 }
 
 func (r *Reflector[T]) report(ctx context.Context, err error) {
-	r.count(func(s *Stats) { s.Errors++ })
+	r.errs.Add(1)
 	klog.FromContext(ctx).V(2).Info("list/watch error", "err", err)
 	if r.opts.OnError != nil {
 		r.opts.OnError(err)

@@ -30,7 +30,7 @@ func (r *Reflector[T]) watch(ctx context.Context, w source.Watcher[T]) error {
 		start := time.Now()
 		if w == nil {
 			var err error
-			r.count(func(s *Stats) { s.Watches++ })
+			r.watches.Add(1)
 			w, err = r.src.Watch(ctx, metav1.ListOptions{
 				ResourceVersion:     r.LastSyncResourceVersion(),
 				TimeoutSeconds:      r.watchTimeout(),
@@ -119,7 +119,7 @@ func (r *Reflector[T]) apply(ev source.Event[T]) error {
 	case watch.Deleted:
 		err = r.queue.Delete(ev.Object)
 	case watch.Bookmark:
-		r.count(func(s *Stats) { s.Bookmarks++ })
+		r.bookmarks.Add(1)
 	case watch.Error:
 		if ev.Err == nil {
 			return &source.Error{Phase: source.PhaseWatch, Err: source.ErrMalformed}
@@ -132,7 +132,7 @@ func (r *Reflector[T]) apply(ev source.Event[T]) error {
 		return &WriteError{Op: string(ev.Type), Err: err}
 	}
 	if ev.Type != watch.Bookmark {
-		r.count(func(s *Stats) { s.Events++ })
+		r.events.Add(1)
 	}
 	r.setRV(ev.Object.GetResourceVersion())
 	return nil

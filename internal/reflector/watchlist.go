@@ -29,12 +29,10 @@ func (r *Reflector[T]) watchList(ctx context.Context) (source.Watcher[T], error)
 			rv = ""
 		}
 		r.mu.Unlock()
-		r.count(func(s *Stats) {
-			s.WatchLists++
-			if r.lastSyncRV != "" {
-				s.Relists++
-			}
-		})
+		r.watchLists.Add(1)
+		if r.synced() {
+			r.relists.Add(1)
+		}
 		send := true
 		w, err := r.src.Watch(ctx, metav1.ListOptions{
 			ResourceVersion:      rv,
