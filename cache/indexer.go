@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -20,14 +21,6 @@ type IndexerOptions[T Object] struct {
 	NoNamespaceIndex bool
 }
 
-// entry is one stored object with the values computed for each custom index,
-// aligned with Indexer.names. Keeping the values makes removal exact even if
-// an index function is not deterministic.
-type entry[T Object] struct {
-	obj  T
-	vals [][]string
-}
-
 // Indexer is a thread-safe [Store] with typed indexes. All methods may be
 // called concurrently. Objects handed in become owned by the Indexer and
 // must not be mutated afterwards; objects handed out are shared and must not
@@ -35,8 +28,13 @@ type entry[T Object] struct {
 type Indexer[T Object] struct {
 	keyFunc KeyFunc[T]
 
-	mu      sync.RWMutex
-	items   map[Key]entry[T]
+	mu    sync.RWMutex
+	items map[Key]T
+	// vals holds, per key, the values computed for each custom index,
+	// aligned with names; keeping them makes removal exact even if an index
+	// function is not deterministic. Empty when there are no custom indexes,
+	// so a plain cache pays nothing for it.
+	vals    map[Key][][]string
 	byNS    index // nil when the namespace index is off
 	names   []string
 	funcs   Indexers[T]
@@ -49,7 +47,8 @@ type Indexer[T Object] struct {
 func NewIndexer[T Object](opts IndexerOptions[T]) (*Indexer[T], error) {
 	x := &Indexer[T]{
 		keyFunc: opts.KeyFunc,
-		items:   map[Key]entry[T]{},
+		items:   map[Key]T{},
+		vals:    map[Key][][]string{},
 		funcs:   Indexers[T]{},
 		indices: map[string]index{},
 	}
@@ -110,17 +109,20 @@ func (x *Indexer[T]) Swap(k Key, obj T) (old T, existed bool, err error) {
 		return zero, false, fmt.Errorf("cache: set %v: %w", k, err)
 	}
 	prev, existed := x.items[k]
-	x.setLocked(k, obj, vals, prev, existed)
-	return prev.obj, existed, nil
+	x.setLocked(k, obj, vals, prev, x.vals[k], existed)
+	return prev, existed, nil
 }
 
-// setLocked stores obj and updates every index; old is the entry it
-// replaces when existed.
-func (x *Indexer[T]) setLocked(k Key, obj T, vals [][]string, old entry[T], existed bool) {
-	x.items[k] = entry[T]{obj: obj, vals: vals}
+// setLocked stores obj and updates every index; old and oldVals are the
+// object it replaces and its index values, when existed.
+func (x *Indexer[T]) setLocked(k Key, obj T, vals [][]string, old T, oldVals [][]string, existed bool) {
+	x.items[k] = obj
+	if len(x.names) > 0 {
+		x.vals[k] = vals
+	}
 	if x.byNS != nil {
 		if existed {
-			if ons := old.obj.GetNamespace(); ons != obj.GetNamespace() {
+			if ons := old.GetNamespace(); ons != obj.GetNamespace() {
 				x.byNS.remove([]string{ons}, k)
 				x.byNS.add([]string{obj.GetNamespace()}, k)
 			}
@@ -130,10 +132,10 @@ func (x *Indexer[T]) setLocked(k Key, obj T, vals [][]string, old entry[T], exis
 	}
 	for i, name := range x.names {
 		if existed {
-			if sameValues(old.vals[i], vals[i]) {
+			if sameValues(oldVals[i], vals[i]) {
 				continue
 			}
-			x.indices[name].remove(old.vals[i], k)
+			x.indices[name].remove(oldVals[i], k)
 		}
 		x.indices[name].add(vals[i], k)
 	}
@@ -155,16 +157,18 @@ func (x *Indexer[T]) DeleteKey(k Key) (T, bool) {
 	defer x.mu.Unlock()
 	old, ok := x.items[k]
 	if !ok {
-		return old.obj, false
+		return old, false
 	}
+	oldVals := x.vals[k]
 	delete(x.items, k)
+	delete(x.vals, k)
 	if x.byNS != nil {
-		x.byNS.remove([]string{old.obj.GetNamespace()}, k)
+		x.byNS.remove([]string{old.GetNamespace()}, k)
 	}
 	for i, name := range x.names {
-		x.indices[name].remove(old.vals[i], k)
+		x.indices[name].remove(oldVals[i], k)
 	}
-	return old.obj, true
+	return old, true
 }
 
 // Replace swaps the whole content for list. Every key and index value is
@@ -172,7 +176,7 @@ func (x *Indexer[T]) DeleteKey(k Key) (T, bool) {
 // unchanged. When list holds two objects with the same key, the later wins.
 func (x *Indexer[T]) Replace(list []T, _ string) error {
 	var zero T
-	items := make(map[Key]entry[T], len(list))
+	items := make(map[Key]T, len(list))
 	for i, obj := range list {
 		if obj == zero {
 			return fmt.Errorf("cache: replace: item %d: %w", i, ErrNilObject)
@@ -181,7 +185,7 @@ func (x *Indexer[T]) Replace(list []T, _ string) error {
 		if err != nil {
 			return fmt.Errorf("cache: replace: item %d: %w", i, err)
 		}
-		items[k] = entry[T]{obj: obj}
+		items[k] = obj
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -190,7 +194,7 @@ func (x *Indexer[T]) Replace(list []T, _ string) error {
 
 // rebuildLocked computes every index over items and installs the result. It
 // changes nothing if an index function fails.
-func (x *Indexer[T]) rebuildLocked(items map[Key]entry[T], names []string, funcs Indexers[T]) error {
+func (x *Indexer[T]) rebuildLocked(items map[Key]T, names []string, funcs Indexers[T]) error {
 	indices := make(map[string]index, len(names))
 	for _, name := range names {
 		indices[name] = index{}
@@ -199,21 +203,23 @@ func (x *Indexer[T]) rebuildLocked(items map[Key]entry[T], names []string, funcs
 	if x.byNS != nil {
 		byNS = index{}
 	}
-	for k, e := range items {
-		vals, err := computeValues(names, funcs, e.obj)
-		if err != nil {
-			return fmt.Errorf("cache: %v: %w", k, err)
-		}
-		e.vals = vals
-		items[k] = e
-		for i, name := range names {
-			indices[name].add(vals[i], k)
+	allVals := map[Key][][]string{}
+	for k, obj := range items {
+		if len(names) > 0 {
+			vals, err := computeValues(names, funcs, obj)
+			if err != nil {
+				return fmt.Errorf("cache: %v: %w", k, err)
+			}
+			allVals[k] = vals
+			for i, name := range names {
+				indices[name].add(vals[i], k)
+			}
 		}
 		if byNS != nil {
-			byNS.add([]string{e.obj.GetNamespace()}, k)
+			byNS.add([]string{obj.GetNamespace()}, k)
 		}
 	}
-	x.items, x.names, x.funcs, x.indices, x.byNS = items, names, funcs, indices, byNS
+	x.items, x.vals, x.names, x.funcs, x.indices, x.byNS = items, allVals, names, funcs, indices, byNS
 	return nil
 }
 
@@ -244,11 +250,7 @@ func (x *Indexer[T]) AddIndexers(add Indexers[T]) error {
 	}
 	slices.Sort(newNames)
 	names = append(names, newNames...)
-	items := make(map[Key]entry[T], len(x.items))
-	for k, e := range x.items {
-		items[k] = entry[T]{obj: e.obj}
-	}
-	return x.rebuildLocked(items, names, funcs)
+	return x.rebuildLocked(maps.Clone(x.items), names, funcs)
 }
 
 // GetIndexers returns a copy of the index functions, including the namespace

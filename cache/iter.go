@@ -54,8 +54,8 @@ func (x *Indexer[T]) snapshot(set func(yield func(Key, T) bool), wantKeys, wantO
 
 // allLocked ranges over every entry; the caller holds the read lock.
 func (x *Indexer[T]) allLocked(yield func(Key, T) bool) {
-	for k, e := range x.items {
-		if !yield(k, e.obj) {
+	for k, obj := range x.items {
+		if !yield(k, obj) {
 			return
 		}
 	}
@@ -118,7 +118,7 @@ func (x *Indexer[T]) ByIndexValues(name, value string) iter.Seq[T] {
 			return
 		}
 		for k := range ix[value] {
-			if !yield(k, x.items[k].obj) {
+			if !yield(k, x.items[k]) {
 				return
 			}
 		}

@@ -129,8 +129,8 @@ func (l *Lister[T]) matchLocked(ns string, scoped bool, selector labels.Selector
 			}
 		}
 		if bestN < 0 {
-			for k, e := range x.items {
-				if !match(k, e.obj) {
+			for k, obj := range x.items {
+				if !match(k, obj) {
 					return
 				}
 			}
@@ -138,7 +138,7 @@ func (l *Lister[T]) matchLocked(ns string, scoped bool, selector labels.Selector
 		}
 		for _, set := range best {
 			for k := range set {
-				if !match(k, x.items[k].obj) {
+				if !match(k, x.items[k]) {
 					return
 				}
 			}

@@ -19,9 +19,9 @@ func (x *Indexer[T]) Get(obj T) (T, bool, error) {
 // GetByKey returns the object stored under k.
 func (x *Indexer[T]) GetByKey(k Key) (T, bool) {
 	x.mu.RLock()
-	e, ok := x.items[k]
+	obj, ok := x.items[k]
 	x.mu.RUnlock()
-	return e.obj, ok
+	return obj, ok
 }
 
 // Len returns the number of stored objects.
@@ -36,8 +36,8 @@ func (x *Indexer[T]) List() []T {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	out := make([]T, 0, len(x.items))
-	for _, e := range x.items {
-		out = append(out, e.obj)
+	for _, obj := range x.items {
+		out = append(out, obj)
 	}
 	return out
 }
@@ -103,7 +103,7 @@ func (x *Indexer[T]) Index(name string, obj T) ([]T, error) {
 				continue
 			}
 			seen[k] = struct{}{}
-			out = append(out, x.items[k].obj)
+			out = append(out, x.items[k])
 		}
 	}
 	return out, nil
@@ -114,7 +114,7 @@ func (x *Indexer[T]) objectsLocked(set keySet, out []T) []T {
 		out = make([]T, 0, len(set))
 	}
 	for k := range set {
-		out = append(out, x.items[k].obj)
+		out = append(out, x.items[k])
 	}
 	return out
 }
