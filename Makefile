@@ -18,7 +18,7 @@ test-unit:
 	$(GO) test -race -count=1 $(PKGS)
 
 test-integration: cluster-bin
-	$(GO) test -race -count=1 -tags integration -timeout 30m ./internal/... ./typed/... ./source/...
+	$(GO) test -race -count=1 -p 1 -tags integration -timeout 30m ./internal/testcluster/ ./internal/integration/
 
 ## bench: throughput, allocation and memory benchmarks, side by side with client-go.
 bench:
