@@ -3,6 +3,7 @@ package reflector
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 
+	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/source"
 )
 
@@ -110,6 +112,9 @@ func (r *Reflector[T]) consume(ctx context.Context, w source.Watcher[T]) (int, e
 // apply hands one watch event to the queue and advances the last synced
 // resourceVersion only if the queue took it.
 func (r *Reflector[T]) apply(ev source.Event[T]) error {
+	if err := checkObject(ev); err != nil {
+		return err
+	}
 	var err error
 	switch ev.Type {
 	case watch.Added:
@@ -135,5 +140,19 @@ func (r *Reflector[T]) apply(ev source.Event[T]) error {
 		r.events.Add(1)
 	}
 	r.setRV(ev.Object.GetResourceVersion())
+	return nil
+}
+
+// checkObject rejects an event that must carry an object but carries the
+// zero T (a source that breaks the Event contract): a malformed frame, so
+// the watch is restarted instead of the reflector dereferencing nil.
+func checkObject[T cache.Object](ev source.Event[T]) error {
+	var zero T
+	switch ev.Type {
+	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
+		if ev.Object == zero {
+			return &source.Error{Phase: source.PhaseWatch, Err: fmt.Errorf("%w: %w: %s event without an object", source.ErrMalformed, cache.ErrNilObject, ev.Type)}
+		}
+	}
 	return nil
 }

@@ -71,6 +71,14 @@ func (r *Reflector[T]) watchList(ctx context.Context) (source.Watcher[T], error)
 			r.mu.Lock()
 			r.rvUnavailable = true
 			r.mu.Unlock()
+			if rv == "" {
+				// This was already the quorum read (a watch cache behind
+				// etcd answers it "too large"): retrying at once would spin.
+				r.report(ctx, err)
+				if !r.sleep(ctx) {
+					return nil, nil
+				}
+			}
 		default:
 			return nil, err
 		}
@@ -89,6 +97,9 @@ func (r *Reflector[T]) collectInitial(ctx context.Context, w source.Watcher[T]) 
 			if errors.Is(err, source.ErrWatchClosed) {
 				return nil, "", errNoEndBookmark
 			}
+			return nil, "", err
+		}
+		if err := checkObject(ev); err != nil {
 			return nil, "", err
 		}
 		switch ev.Type {
