@@ -17,6 +17,13 @@ func (inf *Informer[T]) processBatch(items []fifo.Item[T], initial bool) error {
 	for i := range items {
 		for _, d := range items[i].Deltas {
 			if n, ok := inf.apply(items[i].Key, d, initial); ok {
+				if n.kind == notifyUpdate && uidChanged(n.old, n.obj) {
+					// The same name with a new UID (deleted and re-created
+					// while the watch was down, found by a relist): another
+					// object, so Delete (final state unknown) + Add.
+					ns = append(ns, notification[T]{kind: notifyDelete, key: n.key, obj: n.old, fsu: true})
+					n = notification[T]{kind: notifyAdd, key: n.key, obj: n.obj, initial: initial}
+				}
 				ns = append(ns, n)
 			}
 		}
@@ -55,6 +62,13 @@ func (inf *Informer[T]) apply(k cache.Key, d fifo.Delta[T], initial bool) (notif
 		}
 		return notification[T]{kind: notifyAdd, key: k, obj: d.Object, initial: initial}, true
 	}
+}
+
+// uidChanged reports whether old and cur are different objects under one
+// key: both have a UID and the UIDs differ.
+func uidChanged[T cache.Object](old, cur T) bool {
+	o, c := old.GetUID(), cur.GetUID()
+	return o != "" && c != "" && o != c
 }
 
 // markSynced tells every listener that its initial notifications are all

@@ -35,4 +35,9 @@
 //     started has stopped; no handler is called after Run returns.
 //   - A Delete for a key the cache never held is not delivered (it cannot
 //     follow an Add the handler got).
+//   - An object replaced under the same name by one with another UID while
+//     the watch was down (found by a relist) is delivered as a Delete with
+//     FinalStateUnknown for the old object, then an Add for the new one,
+//     never as an Update between two different objects. client-go delivers
+//     an Update there.
 package typed

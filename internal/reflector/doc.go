@@ -19,8 +19,10 @@
 //     read (resourceVersion "").
 //   - 429 and connection refused: back off and retry the same step, no
 //     relist. In-stream internal errors (500): back off and re-watch.
-//   - Backoff is exponential with jitter, 800ms to 30s, and resets after two
-//     quiet minutes.
+//   - Backoff is exponential with jitter, 800ms to 30s, and goes back to
+//     800ms every two minutes (wait.Backoff.DelayWithReset, as client-go).
+//   - A streaming list that fails for any reason but a refusal or an RBAC
+//     error is reported before the LIST fallback.
 //   - A queue write that fails (a transform error, an object without a
 //     name) is reported and the reflector relists after a backoff: the
 //     resourceVersion never moves past an event the cache did not take.

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -46,7 +47,7 @@ type Options struct {
 	// (the upper bound is twice it). Default: DefaultMinWatchTimeout.
 	MinWatchTimeout time.Duration
 	// Backoff between failed attempts. Default: 800ms doubling to 30s with
-	// full jitter, reset after DefaultBackoffReset of quiet.
+	// full jitter, reset to 800ms every DefaultBackoffReset.
 	Backoff *wait.Backoff
 	// OnError receives every error the reflector recovers from. Default:
 	// errors are only logged.
@@ -203,6 +204,11 @@ func (r *Reflector[T]) listAndWatch(ctx context.Context) error {
 				r.mu.Lock()
 				r.noWatchList = true
 				r.mu.Unlock()
+			}
+			if !refusesWatchList(err) && !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err) {
+				// A bad frame or a server error is an error, not a refusal;
+				// a refusal or an RBAC error the LIST below reports itself.
+				r.report(ctx, err)
 			}
 			w = nil
 			streaming = false

@@ -98,6 +98,7 @@ func TestStreamingInitialList(t *testing.T) {
 			want:        []req{streamAt(""), list("0", DefaultPageSize), watchAt("10")},
 			wantOps:     []string{"replace@10 [a@5 b@6]"},
 			wantStreams: 1,
+			wantErrs:    1, // reported, then LIST
 		},
 		{
 			name:   "server refuses sendInitialEvents: BadRequest",
@@ -184,6 +185,7 @@ func TestStreamingInitialList(t *testing.T) {
 			want:        []req{streamAt(""), list("0", DefaultPageSize), watchAt("10")},
 			wantOps:     []string{"replace@10 [a@5 b@6]"},
 			wantStreams: 1,
+			wantErrs:    1, // reported, then LIST
 		},
 		{
 			name:        "ERROR event without an error in the initial events",
@@ -192,6 +194,7 @@ func TestStreamingInitialList(t *testing.T) {
 			want:        []req{streamAt(""), list("0", DefaultPageSize), watchAt("10")},
 			wantOps:     []string{"replace@10 [a@5]"},
 			wantStreams: 1,
+			wantErrs:    1, // reported, then LIST
 		},
 		{
 			name:        "nil object in the initial events",
@@ -200,6 +203,7 @@ func TestStreamingInitialList(t *testing.T) {
 			want:        []req{streamAt(""), list("0", DefaultPageSize), watchAt("10")},
 			wantOps:     []string{"replace@10 [a@5]"},
 			wantStreams: 1,
+			wantErrs:    1, // reported, then LIST
 		},
 		{
 			name:        "end bookmark without an object",
@@ -208,6 +212,7 @@ func TestStreamingInitialList(t *testing.T) {
 			want:        []req{streamAt(""), list("0", DefaultPageSize), watchAt("10")},
 			wantOps:     []string{"replace@10 [a@5]"},
 			wantStreams: 1,
+			wantErrs:    1, // reported, then LIST
 		},
 	}
 	for _, tt := range tests {
