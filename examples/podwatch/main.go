@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -58,24 +59,26 @@ func main() {
 }
 
 func run(c config) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if c.duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.duration)
-		defer cancel()
+	ctrl, sim, err := setup(c)
+	if err != nil {
+		return err
 	}
+	return runWith(c, ctrl, sim)
+}
 
+// setup builds the source (a real cluster or the simulated one) and the
+// controller.
+func setup(c config) (*controller, *simulation, error) {
 	var src source.Source[*corev1.Pod]
 	var sim *simulation
 	if c.kubeconfig != "" {
 		cfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
 		if err != nil {
-			return fmt.Errorf("kubeconfig: %w", err)
+			return nil, nil, fmt.Errorf("kubeconfig: %w", err)
 		}
 		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
-			return fmt.Errorf("clientset: %w", err)
+			return nil, nil, fmt.Errorf("clientset: %w", err)
 		}
 		src = source.FromClient[*corev1.Pod](cs.CoreV1().Pods(c.namespace))
 		fmt.Printf("podwatch: watching pods on %s (namespace %q) for %v\n", cfg.Host, c.namespace, c.duration)
@@ -83,19 +86,34 @@ func run(c config) error {
 		var err error
 		sim, err = newSimulation(c.seedFile, c.pods)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		src = sim.fake
 		fmt.Printf("podwatch: simulated cluster with %d pods, a change every %v, running %v\n", sim.fake.Len(), c.churn, c.duration)
 	}
 	ctrl, err := newController(src, c)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
+	return ctrl, sim, nil
+}
+
+// runWith runs the controller (and the simulation's churn) until the
+// duration ends or a signal arrives.
+func runWith(c config, ctrl *controller, sim *simulation) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if c.duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.duration)
+		defer cancel()
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	if sim != nil {
-		go sim.churn(ctx, c.churn)
+		wg.Go(func() { sim.churn(ctx, c.churn) })
 	}
-	err = ctrl.run(ctx)
+	err := ctrl.run(ctx)
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		err = nil
 	}
