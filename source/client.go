@@ -115,7 +115,11 @@ func (r *runtimeWatcher[T]) Next(ctx context.Context) (Event[T], error) {
 	case <-ctx.Done():
 		return Event[T]{}, ctx.Err()
 	case ev, ok := <-r.w.ResultChan():
-		if !ok {
+		// After Stop, what the stream still delivers is not an event of it:
+		// client-go's StreamWatcher may report the body that Stop closed as
+		// an ERROR event ("unable to decode an event from the watch
+		// stream"). Stop sets stopped before it stops the stream.
+		if !ok || r.stopped.Load() {
 			return Event[T]{}, ErrWatchClosed
 		}
 		return convert[T](ev), nil

@@ -205,9 +205,10 @@ func (r *Reflector[T]) listAndWatch(ctx context.Context) error {
 				r.noWatchList = true
 				r.mu.Unlock()
 			}
-			if !refusesWatchList(err) && !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err) {
+			if !refusesWatchList(err) && !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err) && !apierrors.IsNotFound(err) {
 				// A bad frame or a server error is an error, not a refusal;
-				// a refusal or an RBAC error the LIST below reports itself.
+				// a refusal, an RBAC error or a missing resource (a CRD not
+				// installed yet) the LIST below reports itself.
 				r.report(ctx, err)
 			}
 			w = nil

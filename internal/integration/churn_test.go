@@ -1,0 +1,364 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/typedinformer/informer/internal/testcluster"
+	"github.com/typedinformer/informer/source"
+	"github.com/typedinformer/informer/typed"
+)
+
+// churner creates, updates (label patches) and deletes pods with a few
+// workers, each on pods of its own, so that no two requests race on one
+// pod.
+type churner struct {
+	cs       kubernetes.Interface
+	prefix   string // of the names of created pods
+	nss      []string
+	limit    int64 // stop after this many operations started (0: until stopped)
+	tolerate bool  // count failures instead of failing the test
+
+	started                                 atomic.Int64
+	ok, creates, updates, deletes, failures atomic.Int64
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	errs   []string
+}
+
+// startChurn starts workers; the pods in owned (already created) are shared
+// out among them.
+func startChurn(t *testing.T, cs kubernetes.Interface, prefix string, nss []string, owned []*corev1.Pod, workers int, limit int64, tolerate bool) *churner {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &churner{cs: cs, prefix: prefix, nss: nss, limit: limit, tolerate: tolerate, cancel: cancel}
+	for w := range workers {
+		var mine []*corev1.Pod
+		for i, p := range owned {
+			if i%workers == w {
+				mine = append(mine, p)
+			}
+		}
+		c.wg.Go(func() { c.work(ctx, t, w, mine) })
+	}
+	t.Cleanup(c.stop)
+	return c
+}
+
+func (c *churner) fail(t *testing.T, format string, args ...any) {
+	c.failures.Add(1)
+	msg := fmt.Sprintf(format, args...)
+	c.mu.Lock()
+	if len(c.errs) < 5 {
+		c.errs = append(c.errs, msg)
+	}
+	c.mu.Unlock()
+	if !c.tolerate {
+		t.Errorf("churn: %s", msg)
+	}
+}
+
+func (c *churner) work(ctx context.Context, t *testing.T, w int, mine []*corev1.Pod) {
+	rng := rand.New(rand.NewPCG(uint64(w), 42))
+	type ref struct{ ns, name string }
+	var refs []ref
+	for _, p := range mine {
+		refs = append(refs, ref{p.Namespace, p.Name})
+	}
+	next := 0
+	for ctx.Err() == nil {
+		if n := c.started.Add(1); c.limit > 0 && n > c.limit {
+			return
+		}
+		if !c.tolerate && c.failures.Load() > 0 {
+			return
+		}
+		var err error
+		switch r := rng.IntN(100); {
+		case r < 35 || len(refs) == 0:
+			next++
+			p := newPod(c.nss[rng.IntN(len(c.nss))], fmt.Sprintf("%sw%d-%d", c.prefix, w, next), map[string]string{"worker": fmt.Sprint(w)})
+			_, err = c.cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
+			// After a failure the pod may or may not exist: keep it, a
+			// later update or delete finds out.
+			if err == nil || c.tolerate {
+				refs = append(refs, ref{p.Namespace, p.Name})
+			}
+			if err == nil {
+				c.creates.Add(1)
+			}
+		case r < 70:
+			i := rng.IntN(len(refs))
+			patch := fmt.Appendf(nil, `{"metadata":{"labels":{"op":"%d-%d"}}}`, w, rng.IntN(1000000))
+			_, err = c.cs.CoreV1().Pods(refs[i].ns).Patch(ctx, refs[i].name, types.MergePatchType, patch, metav1.PatchOptions{})
+			if apierrors.IsNotFound(err) && c.tolerate {
+				refs = append(refs[:i], refs[i+1:]...)
+				err = nil
+			} else if err == nil {
+				c.updates.Add(1)
+			}
+		default:
+			i := rng.IntN(len(refs))
+			err = c.cs.CoreV1().Pods(refs[i].ns).Delete(ctx, refs[i].name, metav1.DeleteOptions{})
+			if err == nil || apierrors.IsNotFound(err) && c.tolerate {
+				refs = append(refs[:i], refs[i+1:]...)
+			}
+			if err == nil {
+				c.deletes.Add(1)
+			} else if apierrors.IsNotFound(err) && c.tolerate {
+				err = nil
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.fail(t, "%v", err)
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		c.ok.Add(1)
+	}
+}
+
+// wait waits until the workers have started limit operations.
+func (c *churner) wait() { c.wg.Wait() }
+
+// stop stops the workers and waits for them.
+func (c *churner) stop() {
+	c.cancel()
+	c.wg.Wait()
+}
+
+func (c *churner) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return fmt.Sprintf("%d ok (%d creates, %d updates, %d deletes), %d failed %q",
+		c.ok.Load(), c.creates.Load(), c.updates.Load(), c.deletes.Load(), c.failures.Load(), c.errs)
+}
+
+func seedPods(nss []string, n int) []*corev1.Pod {
+	var pods []*corev1.Pod
+	for i := range n {
+		pods = append(pods, newPod(nss[i%len(nss)], fmt.Sprintf("seed-%04d", i), map[string]string{"seed": "true"}))
+	}
+	return pods
+}
+
+// TestChurn: 2,000 creates, updates and deletes while the informer runs
+// with two handlers, one added before Run and one after sync. Afterwards
+// the cache equals the server (I1), each handler's replayed events equal
+// the server (I2), with no time travel (I3) and no phantom or duplicate
+// Add (I4); no relist was needed (I8).
+func TestChurn(t *testing.T) {
+	const (
+		seeded  = 300
+		ops     = 2000
+		workers = 8
+	)
+	c := sharedCluster(t)
+	ctx := t.Context()
+	admin := protobufClientset(t, c.AdminConfig())
+	nss := []string{uniqueName("churn-a"), uniqueName("churn-b"), uniqueName("churn-c"), uniqueName("churn-d")}
+	createNamespaces(ctx, t, admin, nss...)
+	pods := seedPods(nss, seeded)
+	seed(ctx, t, admin, pods, 16)
+
+	counter := newCounter(podsCollection)
+	cs := clientset(t, counter.wrap(c.AdminConfig()))
+	var errs errorLog
+	inf := typed.NewInformer(source.FromClient[*corev1.Pod](cs.CoreV1().Pods(metav1.NamespaceAll)),
+		typed.Options[*corev1.Pod]{ErrorHandler: errs.handle})
+	a, b := newRecorder[*corev1.Pod](), newRecorder[*corev1.Pod]()
+	regA, err := inf.AddHandler(a.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	run(t, inf)
+	monitorRV(t, inf)
+	waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := inf.WaitForSync(waitCtx); err != nil {
+		t.Fatalf("WaitForSync: %v", err)
+	}
+	syncTook := time.Since(start)
+	initial := len(inf.Store().List())
+
+	churn := startChurn(t, admin, "", nss, pods, workers, ops, false)
+	// b joins while the churn runs: it gets the cache's content, then
+	// every later change, each once.
+	time.Sleep(200 * time.Millisecond)
+	regB, err := inf.AddHandler(b.handler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !typed.WaitForCacheSync(waitCtx, regA.HasSynced, regB.HasSynced) {
+		t.Fatal("handlers did not sync")
+	}
+	churnStart := time.Now()
+	churn.wait()
+	churnTook := time.Since(churnStart)
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	want := stateOf(serverPods(ctx, t, admin, metav1.NamespaceAll, metav1.ListOptions{}))
+	quiet := time.Now()
+	converge(t, inf, want, 2*time.Minute)
+	a.waitFor(t, "a", want, 2*time.Minute)
+	b.waitFor(t, "b", want, 2*time.Minute)
+	convergeTook := time.Since(quiet)
+	a.check(t, "a", want)
+	b.check(t, "b", want)
+	if n := b.kinds()["add(initial)"]; n == 0 {
+		t.Errorf("handler b (added after sync) got no initial Add")
+	}
+
+	st := inf.Stats()
+	reqs := counter.snapshot()
+	t.Logf("figures: churn: initial sync of %d pods in %v; churn %s in %v; converged %v after the last write; "+
+		"handler a %v, b %v; stats %s; pods %s; %s",
+		initial, syncTook.Round(time.Millisecond), churn, churnTook.Round(time.Millisecond), convergeTook.Round(time.Millisecond),
+		a.kinds(), b.kinds(), statsString(st), reqs, errs.summary())
+	// I8: no fault, so no relist expected; allow one in case the server
+	// closes a slow watcher and its resourceVersion has left the window.
+	if st.Relists > 1 || reqs.Lists+reqs.WatchLists > 2 {
+		t.Errorf("I8: %s, %s: want no relist", statsString(st), reqs)
+	}
+}
+
+// TestAPIServerRestart: kube-apiserver is restarted (same etcd) while pods
+// churn. The informer reconnects, relists at most a few times, and
+// converges (I1, I2); LIST and watch requests on the pods collection are
+// counted with a wrapping transport (I8).
+func TestAPIServerRestart(t *testing.T) {
+	const (
+		seeded   = 300
+		workers  = 4
+		opsAhead = 300 // successful operations before and after the restart
+	)
+	c := testcluster.Start(t, testcluster.Options{})
+	ctx := t.Context()
+	admin := protobufClientset(t, c.AdminConfig())
+	nss := []string{"restart-a", "restart-b", "restart-c"}
+	createNamespaces(ctx, t, admin, nss...)
+	pods := seedPods(nss, seeded)
+	seed(ctx, t, admin, pods, 16)
+
+	counter := newCounter(podsCollection)
+	cs := clientset(t, counter.wrap(c.AdminConfig()))
+	var errs errorLog
+	inf := typed.NewInformer(source.FromClient[*corev1.Pod](cs.CoreV1().Pods(metav1.NamespaceAll)),
+		typed.Options[*corev1.Pod]{ErrorHandler: errs.handle})
+	a, b := newRecorder[*corev1.Pod](), newRecorder[*corev1.Pod]()
+	if _, err := inf.AddHandler(a.handler()); err != nil {
+		t.Fatal(err)
+	}
+	run(t, inf)
+	monitorRV(t, inf)
+	waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := inf.WaitForSync(waitCtx); err != nil {
+		t.Fatalf("WaitForSync: %v", err)
+	}
+	if _, err := inf.AddHandler(b.handler()); err != nil {
+		t.Fatal(err)
+	}
+
+	churn := startChurn(t, admin, "", nss, pods, workers, 0, true)
+	eventually(t, 2*time.Minute, "churn before the restart", func() bool { return churn.ok.Load() >= opsAhead })
+	before := counter.snapshot()
+	statsBefore := inf.Stats()
+	rvBefore := inf.LastSyncResourceVersion()
+	restartStart := time.Now()
+	c.RestartAPIServer(t)
+	restartTook := time.Since(restartStart)
+	okAfterRestart := churn.ok.Load()
+	eventually(t, 2*time.Minute, "churn after the restart", func() bool { return churn.ok.Load() >= okAfterRestart+opsAhead })
+	churn.stop()
+
+	want := stateOf(serverPods(ctx, t, admin, metav1.NamespaceAll, metav1.ListOptions{}))
+	converge(t, inf, want, 3*time.Minute)
+	convergedAfter := time.Since(restartStart)
+	a.waitFor(t, "a", want, time.Minute)
+	b.waitFor(t, "b", want, time.Minute)
+	a.check(t, "a", want)
+	b.check(t, "b", want)
+	if rvNum(inf.LastSyncResourceVersion()) < rvNum(rvBefore) {
+		t.Errorf("I3: LastSyncResourceVersion went back from %s to %s", rvBefore, inf.LastSyncResourceVersion())
+	}
+	if st := inf.SyncStatus(); !st.Synced {
+		t.Errorf("SyncStatus after the restart = %+v", st)
+	}
+
+	st := inf.Stats()
+	reqs := counter.snapshot()
+	delta := reqs.sub(before)
+	relists := st.Relists - statsBefore.Relists
+	t.Logf("figures: API server restart: restart took %v; converged %v after the restart began; churn %s; "+
+		"pods requests before the restart: %s; since the restart: %s; stats %s (relists since the restart: %d); "+
+		"handler a %v, b %v; %s",
+		restartTook.Round(time.Millisecond), convergedAfter.Round(time.Millisecond), churn, before, delta,
+		statsString(st), relists, a.kinds(), b.kinds(), errs.summary())
+	// I8: the watch cache of the new API server starts past the informer's
+	// resourceVersion, so one relist is expected; a watch start that fails
+	// with something other than connection refused costs one more.
+	if relists > 3 || delta.Lists+delta.WatchLists > 3 {
+		t.Errorf("I8: %d relists, %d LIST and %d streaming-list requests after the restart; want at most 3",
+			relists, delta.Lists, delta.WatchLists)
+	}
+	if relists < 1 {
+		t.Logf("note: no relist after the restart: the new API server's watch cache started at or before the informer's resourceVersion, so the re-watch went on from it")
+	}
+
+	// Phase 2: stop the API server, compact etcd, start it again. The new
+	// watch cache starts past every earlier resourceVersion, so the
+	// re-watch is refused with 410 Gone for sure: exactly the case of an API
+	// server that restarts after its periodic compaction. The informer must
+	// relist (at least once, at most a few times) and converge.
+	t.Run("stop, compact, start", func(t *testing.T) {
+		before := counter.snapshot()
+		statsBefore := inf.Stats()
+		start := time.Now()
+		c.StopAPIServer(t)
+		rev := c.CompactEtcd(t)
+		c.StartAPIServer(t)
+		churn := startChurn(t, admin, "p2-", nss, nil, workers, 200, true)
+		churn.wait()
+		want := stateOf(serverPods(ctx, t, admin, metav1.NamespaceAll, metav1.ListOptions{}))
+		converge(t, inf, want, 3*time.Minute)
+		took := time.Since(start)
+		a.waitFor(t, "a", want, time.Minute)
+		b.waitFor(t, "b", want, time.Minute)
+		a.check(t, "a", want)
+		b.check(t, "b", want)
+		st := inf.Stats()
+		delta := counter.snapshot().sub(before)
+		relists := st.Relists - statsBefore.Relists
+		t.Logf("figures: API server stopped, etcd compacted at %d, started: converged %v after the stop; churn %s; "+
+			"pods requests since the stop: %s; stats %s (relists: %d); %s",
+			rev, took.Round(time.Millisecond), churn, delta, statsString(st), relists, errs.summary())
+		if relists < 1 {
+			t.Errorf("no relist although the informer's resourceVersion was compacted away (stats %s)", statsString(st))
+		}
+		if relists > 3 || delta.Lists+delta.WatchLists > 3 {
+			t.Errorf("I8: %d relists, %d LIST and %d streaming-list requests after the 410; want at most 3",
+				relists, delta.Lists, delta.WatchLists)
+		}
+	})
+}
