@@ -17,6 +17,10 @@ type SyncStatus struct {
 	// LastError is the last list or watch error since the last successful
 	// list, nil if none. It is set while the informer cannot sync (for
 	// example an RBAC Forbidden error) and cleared by a successful list.
+	// Synced never goes back to false (like client-go's HasSynced, it means
+	// the initial list is in), so after sync a non-nil LastError is how to
+	// tell that the cache may be stale: for example, permission to watch was
+	// revoked and the informer is retrying.
 	LastError error
 	// LastErrorTime is when LastError happened.
 	LastErrorTime time.Time
