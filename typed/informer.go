@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -46,8 +47,11 @@ type Informer[T cache.Object] struct {
 	listeners []*listener[T]
 	scratch   []notification[T]
 
-	life    sync.Mutex
-	runCtx  context.Context // set while Run runs
+	life   sync.Mutex
+	runCtx context.Context // set while Run runs
+	// logger is Run's contextual logger. It is read by reportError, which
+	// runs under the dispatch lock and so must not take life.
+	logger  atomic.Pointer[klog.Logger]
 	started bool
 	stopped bool
 	wg      sync.WaitGroup // listener goroutines
@@ -108,12 +112,9 @@ func (inf *Informer[T]) reportError(err error) {
 		inf.opts.ErrorHandler(err)
 		return
 	}
-	inf.life.Lock()
-	ctx := inf.runCtx
-	inf.life.Unlock()
 	logger := klog.Background()
-	if ctx != nil {
-		logger = klog.FromContext(ctx)
+	if l := inf.logger.Load(); l != nil {
+		logger = *l
 	}
 	logger.Error(err, "informer error", "informer", inf.name)
 }
@@ -129,6 +130,8 @@ func (inf *Informer[T]) Run(ctx context.Context) error {
 	}
 	inf.started = true
 	inf.runCtx = ctx
+	logger := klog.FromContext(ctx)
+	inf.logger.Store(&logger)
 	inf.dispatch.Lock()
 	for _, l := range inf.listeners {
 		inf.startListener(ctx, l)

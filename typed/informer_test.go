@@ -6,15 +6,18 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/handler"
@@ -335,5 +338,66 @@ func waitForSyncForbidden(t *testing.T) {
 	}
 	if st := inf.SyncStatus(); !st.Synced || st.LastError != nil {
 		t.Errorf("SyncStatus after grant = %+v", st)
+	}
+}
+
+// An index function error is reported from inside the dispatch path while
+// other goroutines add handlers; reporting must not take a lock that
+// AddHandler holds while it waits for dispatch (a lock-order deadlock).
+func TestInformerIndexErrorWhileAddingHandlers(t *testing.T) {
+	leakcheck.Check(t)
+	fake := source.NewFake(source.FakeOptions[*corev1.Pod]{})
+	inf := typed.NewInformer[*corev1.Pod](fake, typed.Options[*corev1.Pod]{
+		Indexers: cache.Indexers[*corev1.Pod]{"strict": func(p *corev1.Pod) ([]string, error) {
+			if strings.HasPrefix(p.Name, "bad-") {
+				return nil, errors.New("no index value for bad pods")
+			}
+			return []string{p.Name}, nil
+		}},
+		// No ErrorHandler: the default reporting path (logging, here to a
+		// discarding logger) is the one that used to take the informer's
+		// life-cycle lock.
+	})
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logr.Discard()))
+	ran := make(chan error, 1)
+	go func() { ran <- inf.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-ran; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	}()
+	if err := inf.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 300 {
+			_, _ = fake.Add(pod("a", fmt.Sprintf("bad-%d", i), nil))
+			_, _ = fake.Add(pod("a", fmt.Sprintf("good-%d", i), nil))
+		}
+	}()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				if _, err := inf.AddHandler(handler.Funcs[*corev1.Pod]{}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); <-done; close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(60 * time.Second):
+		t.Fatal("deadlock: AddHandler and dispatch did not finish")
+	}
+	eventually(t, "good pods cached", func() bool { return inf.Store().Len() == 300 })
+	if err := inf.SyncStatus().LastError; err == nil || !strings.Contains(err.Error(), "no index value for bad pods") {
+		t.Errorf("SyncStatus().LastError = %v, want the index error", err)
 	}
 }
