@@ -92,11 +92,29 @@ func computeValues[T Object](names []string, funcs Indexers[T], obj T) ([][]stri
 	}
 	vals := make([][]string, len(names))
 	for i, name := range names {
-		v, err := funcs[name](obj)
+		v, err := callIndexFunc(name, funcs[name], obj)
 		if err != nil {
-			return nil, fmt.Errorf("index %q: %w", name, err)
+			return nil, err
 		}
 		vals[i] = v
+	}
+	return vals, nil
+}
+
+// ErrIndexPanic is wrapped by the error of an index function that panicked.
+var ErrIndexPanic = errors.New("cache: index function panicked")
+
+// callIndexFunc runs one index function; an error or a panic becomes an
+// error naming the index.
+func callIndexFunc[T Object](name string, f IndexFunc[T], obj T) (vals []string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			vals, err = nil, fmt.Errorf("index %q: %w: %v", name, ErrIndexPanic, r)
+		}
+	}()
+	vals, err = f(obj)
+	if err != nil {
+		return nil, fmt.Errorf("index %q: %w", name, err)
 	}
 	return vals, nil
 }

@@ -253,6 +253,21 @@ func (x *Indexer[T]) AddIndexers(add Indexers[T]) error {
 	return x.rebuildLocked(maps.Clone(x.items), names, funcs)
 }
 
+// CheckIndexes runs every index function on obj without storing anything,
+// and returns the error a write of obj would fail with, if any. Informers
+// call it before an object enters their queue, so that an object the cache
+// cannot index is refused there (and the watch resumes from before it)
+// rather than dropped after its resourceVersion was taken.
+func (x *Indexer[T]) CheckIndexes(obj T) error {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if len(x.names) == 0 {
+		return nil
+	}
+	_, err := computeValues(x.names, x.funcs, obj)
+	return err
+}
+
 // GetIndexers returns a copy of the index functions, including the namespace
 // index when it is maintained.
 func (x *Indexer[T]) GetIndexers() Indexers[T] {

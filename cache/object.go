@@ -23,8 +23,10 @@ type Object interface {
 // cluster-scoped objects) and its name. Key is comparable and cheap to copy;
 // use it as a map key or as a workqueue item.
 type Key struct {
+	// Namespace is empty for cluster-scoped objects.
 	Namespace string
-	Name      string
+	// Name is the object's name.
+	Name string
 }
 
 // String returns client-go's key form: "namespace/name", or "name" when the

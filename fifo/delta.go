@@ -44,6 +44,7 @@ func (t DeltaType) String() string {
 
 // Delta is one change to one object.
 type Delta[T cache.Object] struct {
+	// Type is the kind of change.
 	Type DeltaType
 	// Object is the object after the change; for Deleted, the object as it
 	// was deleted. For a Deleted delta with FinalStateUnknown, it is the last
@@ -59,7 +60,9 @@ type Delta[T cache.Object] struct {
 // Item is what the consumer pops: a key and its deltas, oldest first. In
 // [InOrder] queues an Item always holds exactly one delta.
 type Item[T cache.Object] struct {
-	Key    cache.Key
+	// Key is the key of every delta's object.
+	Key cache.Key
+	// Deltas are the item's changes, oldest first.
 	Deltas []Delta[T]
 }
 
@@ -79,7 +82,7 @@ type KnownObjects[T cache.Object] interface {
 	GetByKey(key cache.Key) (T, bool)
 }
 
-// isDeletionDup collapses two consecutive deletions of a key into one,
+// collapseDeletes collapses two consecutive deletions of a key into one,
 // preferring a deletion with a known final state over an inferred one.
 func collapseDeletes[T cache.Object](d []Delta[T]) []Delta[T] {
 	n := len(d)

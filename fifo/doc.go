@@ -24,9 +24,10 @@
 //
 // Informers in this module use InOrder. Popping in arrival order means that
 // when the delta carrying resourceVersion R has been applied, every earlier
-// event has been too, so "the cache has seen R" is a true statement and a
-// read-your-own-writes barrier can be built on it; with PerKey a later delta
-// of an already queued key overtakes earlier deltas of other keys. InOrder
+// event has been too, so "the cache has seen R" is a true statement, the
+// ground a read-your-own-writes barrier needs (the informer does not offer
+// one yet); with PerKey a later delta of an already queued key overtakes
+// earlier deltas of other keys. InOrder
 // also needs no per-key map, so it is cheaper per event. PerKey remains for
 // consumers that want coalescing by key (a slow consumer then sees a key
 // once with its whole history) and for DeltaFIFO parity.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/typedinformer/informer/cache"
 )
@@ -12,6 +13,10 @@ import (
 // ErrClosed is returned by Pop and PopBatch once the queue is closed and
 // drained, and by writes after Close.
 var ErrClosed = errors.New("fifo: queue closed")
+
+// ErrTransformPanic is wrapped by the error of a write whose Transform
+// panicked; the panic does not escape the queue.
+var ErrTransformPanic = errors.New("fifo: transform panicked")
 
 // Ordering selects how a [Queue] hands out deltas; see the package doc.
 type Ordering uint8
@@ -43,7 +48,9 @@ type Options[T cache.Object] struct {
 	// queue through Add, Update, Delete or Replace, before it is queued.
 	// Objects of Sync deltas and of inferred deletions already went through
 	// it and are not transformed again. An error fails the write and
-	// nothing is queued.
+	// nothing is queued; so does a panic, which is recovered
+	// (ErrTransformPanic). In an InOrder queue Transform runs without the
+	// queue's lock held.
 	Transform func(T) (T, error)
 	// MaxBatch bounds how many items one PopBatch hands out. Default:
 	// DefaultMaxBatch.
@@ -65,6 +72,8 @@ type Queue[T cache.Object] struct {
 	wake   chan struct{} // one pending wake-up for a waiting consumer
 	done   chan struct{} // closed by Close
 	closed bool
+	// closedFlag mirrors closed for reads without the lock.
+	closedFlag atomic.Bool
 
 	// populated is set by the first write of any kind; initialCount is the
 	// number of items of the first Replace still to be processed.
@@ -112,6 +121,7 @@ func (q *Queue[T]) Close() {
 	defer q.mu.Unlock()
 	if !q.closed {
 		q.closed = true
+		q.closedFlag.Store(true)
 		close(q.done)
 	}
 }
@@ -174,6 +184,16 @@ func (q *Queue[T]) write(t DeltaType, obj T) error {
 	if err != nil {
 		return fmt.Errorf("fifo: %v: %w", t, err)
 	}
+	inOrder := q.opts.Ordering == InOrder
+	var terr error
+	if inOrder {
+		// Transform outside the lock: it is user code, and the consumer
+		// should not wait for it.
+		if q.closedFlag.Load() {
+			return ErrClosed
+		}
+		obj, terr = q.transform(obj)
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
@@ -181,25 +201,33 @@ func (q *Queue[T]) write(t DeltaType, obj T) error {
 	}
 	q.populated = true
 	q.checkSyncedLocked()
-	if t == Deleted && q.opts.Ordering == PerKey && q.opts.KnownObjects != nil {
-		if _, queued := q.items[k]; !queued {
-			if _, known := q.opts.KnownObjects.GetByKey(k); !known {
-				return nil
+	if !inOrder {
+		if t == Deleted && q.opts.KnownObjects != nil {
+			if _, queued := q.items[k]; !queued {
+				if _, known := q.opts.KnownObjects.GetByKey(k); !known {
+					return nil
+				}
 			}
 		}
+		obj, terr = q.transform(obj)
 	}
-	if obj, err = q.transform(obj); err != nil {
-		return fmt.Errorf("fifo: %v %v: %w", t, k, err)
+	if terr != nil {
+		return fmt.Errorf("fifo: %v %v: %w", t, k, terr)
 	}
 	q.queueLocked(k, Delta[T]{Type: t, Object: obj})
 	return nil
 }
 
-func (q *Queue[T]) transform(obj T) (T, error) {
+func (q *Queue[T]) transform(obj T) (out T, err error) {
 	if q.opts.Transform == nil {
 		return obj, nil
 	}
-	out, err := q.opts.Transform(obj)
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = obj, fmt.Errorf("transform: %w: %v", ErrTransformPanic, r)
+		}
+	}()
+	out, err = q.opts.Transform(obj)
 	if err != nil {
 		return obj, fmt.Errorf("transform: %w", err)
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/fifo"
@@ -1098,4 +1100,31 @@ func TestRetainObjects(t *testing.T) {
 			t.Errorf("kept deltas mismatch (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// A Transform that panics fails the write with ErrTransformPanic, queues
+// nothing and leaves the queue usable.
+func TestTransformPanicIsAnError(t *testing.T) {
+	for _, o := range []fifo.Ordering{fifo.InOrder, fifo.PerKey} {
+		q := fifo.New(fifo.Options[*corev1.Pod]{Ordering: o, Transform: func(p *corev1.Pod) (*corev1.Pod, error) {
+			if p.Name == "bad" {
+				panic("transform bug")
+			}
+			return p, nil
+		}})
+		bad := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "bad"}}
+		good := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "good"}}
+		if err := q.Add(bad); !errors.Is(err, fifo.ErrTransformPanic) {
+			t.Errorf("ordering %v: Add(bad) = %v, want ErrTransformPanic", o, err)
+		}
+		if err := q.Replace([]*corev1.Pod{good, bad}, "1"); !errors.Is(err, fifo.ErrTransformPanic) {
+			t.Errorf("ordering %v: Replace = %v, want ErrTransformPanic", o, err)
+		}
+		if err := q.Add(good); err != nil {
+			t.Fatal(err)
+		}
+		if n := q.Len(); n != 1 {
+			t.Errorf("ordering %v: Len = %d, want 1 (only good)", o, n)
+		}
+	}
 }

@@ -15,7 +15,9 @@ type Handler[T cache.Object] interface {
 	OnAdd(obj T, isInInitialList bool)
 	// OnUpdate is called when an object changed, and on each resync (then
 	// oldObj == newObj), and for every object of a relist that was already
-	// known.
+	// known. Both objects always have the same UID: an object replaced by
+	// another of the same name is an OnDelete and an OnAdd (see package
+	// typed).
 	OnUpdate(oldObj, newObj T)
 	// OnDelete is called when an object is gone.
 	OnDelete(d Deleted[T])
@@ -37,8 +39,11 @@ type Deleted[T cache.Object] struct {
 
 // Funcs is a Handler built from functions; nil functions are skipped.
 type Funcs[T cache.Object] struct {
-	AddFunc    func(obj T, isInInitialList bool)
+	// AddFunc is called by OnAdd.
+	AddFunc func(obj T, isInInitialList bool)
+	// UpdateFunc is called by OnUpdate.
 	UpdateFunc func(oldObj, newObj T)
+	// DeleteFunc is called by OnDelete.
 	DeleteFunc func(d Deleted[T])
 }
 
@@ -68,8 +73,10 @@ func (f Funcs[T]) OnDelete(d Deleted[T]) {
 // FilteringResourceEventHandler does: an update from an accepted to a
 // rejected object is a delete, the reverse an add.
 type Filter[T cache.Object] struct {
+	// Predicate accepts the objects Handler gets.
 	Predicate func(obj T) bool
-	Handler   Handler[T]
+	// Handler receives the accepted objects.
+	Handler Handler[T]
 }
 
 // OnAdd forwards accepted objects.

@@ -25,6 +25,7 @@ type Source[T cache.Object] interface {
 
 // List is one page of a list.
 type List[T cache.Object] struct {
+	// Items are the page's objects.
 	Items []T
 	// ResourceVersion is the version the list was read at.
 	ResourceVersion string
@@ -37,9 +38,12 @@ type List[T cache.Object] struct {
 // carries only a resourceVersion and annotations). For watch.Error, Err is
 // set and Object is the zero T.
 type Event[T cache.Object] struct {
-	Type   watch.EventType
+	// Type is ADDED, MODIFIED, DELETED, BOOKMARK or ERROR.
+	Type watch.EventType
+	// Object is the event's object; the zero T for ERROR.
 	Object T
-	Err    error
+	// Err is set for ERROR events: an API status or a malformed frame.
+	Err error
 }
 
 // Watcher is a typed watch stream.
@@ -69,8 +73,10 @@ const (
 // Error is what a Source returns or sends when something fails: the phase
 // and the cause. Unwrap gives the cause, so apierrors helpers see through it.
 type Error struct {
+	// Phase is the step that failed.
 	Phase Phase
-	Err   error
+	// Err is the cause.
+	Err error
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %v", e.Phase, e.Err) }

@@ -54,7 +54,7 @@ func (inf *Informer[T]) apply(k cache.Key, d fifo.Delta[T], initial bool) (notif
 	default: // Added, Updated, Replaced, Sync
 		old, existed, err := inf.indexer.Swap(k, d.Object)
 		if err != nil {
-			inf.reportError(fmt.Errorf("cache %v: %w", k, err))
+			inf.dispatchErrs = append(inf.dispatchErrs, fmt.Errorf("cache %v: %w", k, err))
 			return notification[T]{}, false
 		}
 		if existed {

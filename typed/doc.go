@@ -33,6 +33,15 @@
 //     calls; its HasSynced still becomes true.
 //   - Run returns nil when its context ends, after every goroutine it
 //     started has stopped; no handler is called after Run returns.
+//   - A relist is applied in batches of up to 1,000 objects, not in one
+//     step: between batches a lister can see some of a relist's changes and
+//     not yet others (client-go's default AtomicFIFO applies a relist at
+//     once). LastSyncResourceVersion is what the informer has taken from its
+//     source, which the cache may not have applied yet.
+//   - An object the cache cannot index (an index function fails or panics)
+//     or that Options.Transform refuses never enters the queue: the error
+//     is reported, SyncStatus.LastError holds it, and the informer relists
+//     after a backoff rather than move past the object.
 //   - A Delete for a key the cache never held is not delivered (it cannot
 //     follow an Add the handler got).
 //   - An object replaced under the same name by one with another UID while

@@ -46,6 +46,9 @@ type Informer[T cache.Object] struct {
 	dispatch  sync.Mutex
 	listeners []*listener[T]
 	scratch   []notification[T]
+	// dispatchErrs collects errors found under the dispatch lock, reported
+	// after it is released.
+	dispatchErrs []error
 
 	life   sync.Mutex
 	runCtx context.Context // set while Run runs
@@ -55,6 +58,9 @@ type Informer[T cache.Object] struct {
 	started bool
 	stopped bool
 	wg      sync.WaitGroup // listener goroutines
+
+	// configErr is an invalid Options value; Run and WaitForSync return it.
+	configErr error
 }
 
 // NewInformer returns an informer for the objects of src. It does nothing
@@ -71,10 +77,10 @@ func NewInformer[T cache.Object](src source.Source[T], opts Options[T]) *Informe
 	inf.status.init()
 	idx, err := cache.NewIndexer(cache.IndexerOptions[T]{Indexers: opts.Indexers})
 	if err != nil {
-		// Only a nil index function can fail here; keep the informer usable
-		// and surface the error through the sync status.
+		// A nil index function or a name taken by the built-in namespace
+		// index: Run and WaitForSync return this error.
 		idx, _ = cache.NewIndexer(cache.IndexerOptions[T]{})
-		inf.status.setError(fmt.Errorf("typed: %s: indexers: %w", name, err))
+		inf.configErr = fmt.Errorf("typed: %s: Options.Indexers: %w", name, err)
 	}
 	inf.indexer = idx
 	inf.lister = cache.NewLister(idx, opts.Resource)
@@ -90,24 +96,46 @@ func NewInformer[T cache.Object](src source.Source[T], opts Options[T]) *Informe
 		MinWatchTimeout: opts.MinWatchTimeout,
 		OnError:         inf.reportError,
 		OnSynced:        func(string) { inf.status.setError(nil) },
+		OnRecovered:     func() { inf.status.setError(nil) },
 	})
 	return inf
 }
 
-// transform drops managedFields unless kept, then runs Options.Transform.
+// transform drops managedFields unless kept, runs Options.Transform, and
+// checks that the cache can index the result: an object the cache would
+// refuse is refused here, before the reflector moves its resourceVersion
+// past it, and the informer relists after a backoff instead of dropping it.
 func (inf *Informer[T]) transform(obj T) (T, error) {
 	if !inf.opts.KeepManagedFields && obj.GetManagedFields() != nil {
 		obj.SetManagedFields(nil)
 	}
 	if inf.opts.Transform != nil {
-		return inf.opts.Transform(obj)
+		var err error
+		if obj, err = inf.opts.Transform(obj); err != nil {
+			return obj, err
+		}
+		var zero T
+		if obj == zero {
+			return obj, fmt.Errorf("transform: %w", cache.ErrNilObject)
+		}
+	}
+	if err := inf.indexer.CheckIndexes(obj); err != nil {
+		return obj, err
 	}
 	return obj, nil
 }
 
+// reportError records err as the reason the cache may be stale and passes
+// it on. It must not be called with the queue's or the dispatch lock held:
+// the error handler may call back into the informer.
 func (inf *Informer[T]) reportError(err error) {
 	err = fmt.Errorf("%s: %w", inf.name, err)
 	inf.status.setError(err)
+	inf.handleError(err)
+}
+
+// handleError passes err to Options.ErrorHandler, or logs it.
+func (inf *Informer[T]) handleError(err error) {
 	if inf.opts.ErrorHandler != nil {
 		inf.opts.ErrorHandler(err)
 		return
@@ -123,6 +151,9 @@ func (inf *Informer[T]) reportError(err error) {
 // goroutine it started and returns nil. Calling Run twice returns
 // ErrStopped.
 func (inf *Informer[T]) Run(ctx context.Context) error {
+	if inf.configErr != nil {
+		return inf.configErr
+	}
 	inf.life.Lock()
 	if inf.started {
 		inf.life.Unlock()
@@ -172,8 +203,17 @@ func (inf *Informer[T]) startListener(ctx context.Context, l *listener[T]) {
 }
 
 func (inf *Informer[T]) processLoop(ctx context.Context) {
-	for {
+	for ctx.Err() == nil {
 		err := inf.queue.PopBatch(ctx, inf.processBatch)
+		// Errors found while dispatching are reported here, with no lock
+		// held, so the error handler may call the informer.
+		inf.dispatch.Lock()
+		errs := inf.dispatchErrs
+		inf.dispatchErrs = nil
+		inf.dispatch.Unlock()
+		for _, e := range errs {
+			inf.reportError(e)
+		}
 		if err != nil && (errors.Is(err, fifo.ErrClosed) || ctx.Err() != nil) {
 			return
 		}

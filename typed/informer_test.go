@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -341,22 +342,29 @@ func waitForSyncForbidden(t *testing.T) {
 	}
 }
 
-// An index function error is reported from inside the dispatch path while
-// other goroutines add handlers; reporting must not take a lock that
-// AddHandler holds while it waits for dispatch (a lock-order deadlock).
+// An object the cache cannot index is refused before it enters the queue:
+// the error is reported (I6), the cache never holds it and the informer does
+// not move past it (the reflector relists after a backoff rather than drop
+// it). Meanwhile 8 goroutines add handlers, and the error handler calls back
+// into the informer: neither may deadlock with the dispatch path.
 func TestInformerIndexErrorWhileAddingHandlers(t *testing.T) {
 	leakcheck.Check(t)
 	fake := source.NewFake(source.FakeOptions[*corev1.Pod]{})
-	inf := typed.NewInformer[*corev1.Pod](fake, typed.Options[*corev1.Pod]{
+	var inf *typed.Informer[*corev1.Pod]
+	var reported atomic.Int64
+	inf = typed.NewInformer[*corev1.Pod](fake, typed.Options[*corev1.Pod]{
 		Indexers: cache.Indexers[*corev1.Pod]{"strict": func(p *corev1.Pod) ([]string, error) {
 			if strings.HasPrefix(p.Name, "bad-") {
 				return nil, errors.New("no index value for bad pods")
 			}
 			return []string{p.Name}, nil
 		}},
-		// No ErrorHandler: the default reporting path (logging, here to a
-		// discarding logger) is the one that used to take the informer's
-		// life-cycle lock.
+		ErrorHandler: func(error) {
+			reported.Add(1)
+			_ = inf.HasSynced()
+			_ = inf.SyncStatus()
+			_, _ = inf.Lister().List(labels.Everything())
+		},
 	})
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logr.Discard()))
 	ran := make(chan error, 1)
@@ -373,9 +381,11 @@ func TestInformerIndexErrorWhileAddingHandlers(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for i := range 300 {
-			_, _ = fake.Add(pod("a", fmt.Sprintf("bad-%d", i), nil))
+		for i := range 100 {
 			_, _ = fake.Add(pod("a", fmt.Sprintf("good-%d", i), nil))
+		}
+		for i := range 50 {
+			_, _ = fake.Add(pod("a", fmt.Sprintf("bad-%d", i), nil))
 		}
 	}()
 	var wg sync.WaitGroup
@@ -396,8 +406,66 @@ func TestInformerIndexErrorWhileAddingHandlers(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("deadlock: AddHandler and dispatch did not finish")
 	}
-	eventually(t, "good pods cached", func() bool { return inf.Store().Len() == 300 })
-	if err := inf.SyncStatus().LastError; err == nil || !strings.Contains(err.Error(), "no index value for bad pods") {
-		t.Errorf("SyncStatus().LastError = %v, want the index error", err)
+	eventually(t, "good pods cached", func() bool { return inf.Store().Len() == 100 })
+	eventually(t, "index error reported", func() bool {
+		err := inf.SyncStatus().LastError
+		return reported.Load() > 0 && err != nil && strings.Contains(err.Error(), "no index value for bad pods")
+	})
+	for _, p := range inf.Store().List() {
+		if strings.HasPrefix(p.Name, "bad-") {
+			t.Errorf("cache holds %s, which its index refuses", p.Name)
+		}
 	}
+	if rv := inf.LastSyncResourceVersion(); rv == fake.ResourceVersion() {
+		t.Errorf("LastSyncResourceVersion %s moved past the refused objects", rv)
+	}
+}
+
+// An invalid Options.Indexers (a name the built-in namespace index holds)
+// is not silently dropped: Run and WaitForSync return it.
+func TestInformerInvalidIndexers(t *testing.T) {
+	leakcheck.Check(t)
+	fake := source.NewFake(source.FakeOptions[*corev1.Pod]{})
+	inf := typed.NewInformer[*corev1.Pod](fake, typed.Options[*corev1.Pod]{
+		Indexers: cache.Indexers[*corev1.Pod]{cache.NamespaceIndex: cache.IndexByNamespace[*corev1.Pod]},
+	})
+	if err := inf.Run(context.Background()); !errors.Is(err, cache.ErrIndexExists) {
+		t.Errorf("Run = %v, want ErrIndexExists", err)
+	}
+	if err := inf.WaitForSync(context.Background()); !errors.Is(err, cache.ErrIndexExists) {
+		t.Errorf("WaitForSync = %v, want ErrIndexExists", err)
+	}
+	if n := fake.ListCalls() + fake.WatchCalls(); n != 0 {
+		t.Errorf("%d requests from a misconfigured informer, want 0", n)
+	}
+}
+
+// An in-stream error that is recovered by a re-watch (no relist) clears
+// SyncStatus.LastError once events flow again: a non-nil LastError after
+// sync means the cache may be stale, so it must not linger (I6).
+func TestInformerLastErrorClearsAfterRecovery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := source.NewFake(source.FakeOptions[*corev1.Pod]{Objects: []*corev1.Pod{pod("a", "x", nil)}})
+		inf := typed.NewInformer[*corev1.Pod](fake, typed.Options[*corev1.Pod]{ErrorHandler: func(error) {}})
+		start(t, inf)
+		if err := inf.WaitForSync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		fake.InjectWatchError(apierrors.NewInternalError(errors.New("etcdserver: no leader")))
+		eventually(t, "error recorded", func() bool { return inf.SyncStatus().LastError != nil })
+		if !apierrors.IsInternalError(inf.SyncStatus().LastError) {
+			t.Errorf("LastError = %v, want the 500", inf.SyncStatus().LastError)
+		}
+		synctest.Wait()
+		if _, err := fake.Add(pod("a", "y", nil)); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "event after recovery", func() bool { return inf.Store().Len() == 2 })
+		if st := inf.SyncStatus(); st.LastError != nil || !st.Synced {
+			t.Errorf("SyncStatus after recovery = %+v, want synced and no error", st)
+		}
+		if st := inf.Stats(); st.Relists != 0 {
+			t.Errorf("%d relists for an in-stream 500, want 0", st.Relists)
+		}
+	})
 }

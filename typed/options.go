@@ -15,7 +15,8 @@ type Options[T cache.Object] struct {
 	Name string
 	// Resource names the objects in the lister's NotFound errors. Default:
 	// guessed from T's kind when T is a type of the client-go scheme (pods
-	// for *corev1.Pod), else the lower-case type name.
+	// for *corev1.Pod), else the lower-case plural of the Go type name
+	// (unstructureds for *unstructured.Unstructured: set it for those).
 	Resource schema.GroupResource
 	// ResyncPeriod, if positive, makes every handler get OnUpdate(obj, obj)
 	// for every cached object at that period (never a LIST). Default: 0, no

@@ -40,10 +40,10 @@ func (inf *Informer[T]) AddHandler(h handler.Handler[T]) (*Registration, error) 
 	}
 	inf.life.Lock()
 	defer inf.life.Unlock()
-	if inf.stopped {
+	if inf.stopped || inf.runCtx != nil && inf.runCtx.Err() != nil {
 		return nil, ErrStopped
 	}
-	l := newListener(h, inf.reportError)
+	l := newListener(h, inf.handleError)
 	inf.dispatch.Lock()
 	// Under the dispatch lock the cache does not change: the snapshot and
 	// the notifications that follow fit together exactly.

@@ -882,11 +882,16 @@ func TestReliabilityLateHandlerDuringInitialList(t *testing.T) {
 	defer release()
 	inf := typed.NewInformer(fake, typed.Options[*corev1.Pod]{Indexers: cache.Indexers[*corev1.Pod]{
 		"gate": func(*corev1.Pod) ([]string, error) {
+			// The informer runs index functions twice per object: when
+			// the object enters the queue (so an object the cache would
+			// refuse is refused there) and when it is applied. The list's
+			// n objects all enter the queue first; calls n+1 to 2n are the
+			// dispatch of the initial list.
 			switch indexed.Add(1) {
-			case n / 4:
+			case n + n/4:
 				close(reached)
 				<-gate
-			case 3 * n / 4:
+			case n + 3*n/4:
 				// Hold the end of the list until the late handler is in,
 				// so it certainly joined before the list was done.
 				for deadline := time.Now().Add(time.Minute); !lateAdded.Load() && time.Now().Before(deadline); {

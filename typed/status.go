@@ -14,8 +14,9 @@ import (
 type SyncStatus struct {
 	// Synced is true once the initial list is in the cache.
 	Synced bool
-	// LastError is the last list or watch error since the last successful
-	// list, nil if none. It is set while the informer cannot sync (for
+	// LastError is the last list, watch or cache error since the informer
+	// last took a list or a watch event successfully, nil if none. Handler
+	// panics are not recorded here (see Registration.Panics). It is set while the informer cannot sync (for
 	// example an RBAC Forbidden error) and cleared by a successful list.
 	// Synced never goes back to false (like client-go's HasSynced, it means
 	// the initial list is in), so after sync a non-nil LastError is how to
@@ -32,9 +33,12 @@ type SyncStatus struct {
 // Cause is the last list or watch error (nil if there was none), and Wait
 // the reason the wait ended (the context's error), if it ended that way.
 type NotSyncedError struct {
+	// Informer is the informer's name.
 	Informer string
-	Cause    error
-	Wait     error
+	// Cause is the last list or watch error, or an invalid option.
+	Cause error
+	// Wait is why the wait ended: ctx's error, or ErrStopped.
+	Wait error
 }
 
 func (e *NotSyncedError) Error() string {
@@ -133,6 +137,9 @@ func needsIntervention(err error) bool {
 // informer keeps retrying, so a later WaitForSync can succeed), or when ctx
 // ends, carrying the last error so the caller learns why.
 func (inf *Informer[T]) WaitForSync(ctx context.Context) error {
+	if inf.configErr != nil {
+		return &NotSyncedError{Informer: inf.name, Cause: inf.configErr}
+	}
 	s := &inf.status
 	for {
 		s.mu.Lock()

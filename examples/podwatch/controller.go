@@ -109,8 +109,12 @@ func (c *controller) log(format string, args ...any) {
 // run starts the informer, waits for sync while showing progress, then
 // reconciles until ctx ends, printing lister queries every few seconds.
 func (c *controller) run(ctx context.Context) error {
+	// Cancelled on every return, so the informer stops also when the sync
+	// fails (for example Forbidden) before the deadline.
+	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	defer cancel()
 	defer c.queue.ShutDown()
 	wg.Go(func() { _ = c.inf.Run(ctx) })
 
@@ -181,13 +185,14 @@ func (c *controller) worker() {
 		switch {
 		case apierrors.IsNotFound(err):
 			// Deleted: nothing to reconcile.
+			c.queue.Forget(key)
 		case err != nil:
-			c.queue.AddRateLimited(key)
+			c.queue.AddRateLimited(key) // retry with backoff
 		default:
 			_ = p.Spec.NodeName // a real controller would act on the typed pod here
+			c.queue.Forget(key)
 		}
 		c.reconcil.Add(1)
-		c.queue.Forget(key)
 		c.queue.Done(key)
 	}
 }

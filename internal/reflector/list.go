@@ -48,6 +48,7 @@ func (r *Reflector[T]) list(ctx context.Context) error {
 		return &WriteError{Op: "replace", Err: err}
 	}
 	r.setSynced(listRV)
+	r.failing.Store(false)
 	if r.opts.OnSynced != nil {
 		r.opts.OnSynced(listRV)
 	}

@@ -55,6 +55,9 @@ type Options struct {
 	// OnSynced is called after each successful Replace, with its
 	// resourceVersion.
 	OnSynced func(resourceVersion string)
+	// OnRecovered is called when a watch delivers an event again after an
+	// error was reported: the cache is current again without a relist.
+	OnRecovered func()
 }
 
 // Stats counts what the reflector did. It is safe to read while the
@@ -77,6 +80,7 @@ type Reflector[T cache.Object] struct {
 	noWatchList   bool // the source refused a streaming list
 
 	lists, watches, watchLists, relists, events, bookmarks, errs atomic.Int64
+	failing                                                      atomic.Bool // an error was reported and not yet followed by an event
 }
 
 // New returns a reflector that feeds queue from src.
@@ -155,6 +159,7 @@ func (r *Reflector[T]) sleep(ctx context.Context) bool {
 
 func (r *Reflector[T]) report(ctx context.Context, err error) {
 	r.errs.Add(1)
+	r.failing.Store(true)
 	klog.FromContext(ctx).V(2).Info("list/watch error", "err", err)
 	if r.opts.OnError != nil {
 		r.opts.OnError(err)

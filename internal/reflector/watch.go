@@ -140,6 +140,9 @@ func (r *Reflector[T]) apply(ev source.Event[T]) error {
 		r.events.Add(1)
 	}
 	r.setRV(ev.Object.GetResourceVersion())
+	if r.failing.Load() && r.failing.CompareAndSwap(true, false) && r.opts.OnRecovered != nil {
+		r.opts.OnRecovered()
+	}
 	return nil
 }
 

@@ -51,6 +51,7 @@ func (r *Reflector[T]) watchList(ctx context.Context) (source.Watcher[T], error)
 					return nil, &WriteError{Op: "replace", Err: err}
 				}
 				r.setSynced(endRV)
+				r.failing.Store(false)
 				if r.opts.OnSynced != nil {
 					r.opts.OnSynced(endRV)
 				}
