@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -41,6 +42,8 @@ type Indexer[T Object] struct {
 	indices map[string]index
 
 	snaps snapshots[T]
+	// custom mirrors len(names) for a lock-free fast path.
+	custom atomic.Int32
 }
 
 // NewIndexer returns an empty Indexer.
@@ -220,6 +223,7 @@ func (x *Indexer[T]) rebuildLocked(items map[Key]T, names []string, funcs Indexe
 		}
 	}
 	x.items, x.vals, x.names, x.funcs, x.indices, x.byNS = items, allVals, names, funcs, indices, byNS
+	x.custom.Store(int32(len(names)))
 	return nil
 }
 
@@ -259,6 +263,9 @@ func (x *Indexer[T]) AddIndexers(add Indexers[T]) error {
 // cannot index is refused there (and the watch resumes from before it)
 // rather than dropped after its resourceVersion was taken.
 func (x *Indexer[T]) CheckIndexes(obj T) error {
+	if x.custom.Load() == 0 {
+		return nil // no custom index: nothing can fail, and no lock taken
+	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if len(x.names) == 0 {
