@@ -110,7 +110,7 @@ func TestGetByKeyAllocations(t *testing.T) {
 	absent := cache.Key{Namespace: "nope", Name: "nope"}
 	for name, k := range map[string]cache.Key{"present": present, "absent": absent} {
 		allocs := testing.AllocsPerRun(1000, func() {
-			_, _ = x.GetByKey(k)
+			_, _, _ = x.GetByKey(k)
 		})
 		if allocs != 0 {
 			t.Errorf("GetByKey(%s key): %.1f allocs, want 0", name, allocs)

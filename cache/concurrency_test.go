@@ -157,7 +157,7 @@ func TestConcurrentReadersAndWriters(t *testing.T) {
 					_ = got
 				case 10:
 					k := cache.Key{Namespace: ns, Name: "p" + strconv.Itoa(r.IntN(nameCount))}
-					if p, ok := x.GetByKey(k); ok && cache.KeyOf(p) != k {
+					if p, ok, _ := x.GetByKey(k); ok && cache.KeyOf(p) != k {
 						t.Errorf("GetByKey(%v) = %s", k, id(p))
 					}
 					_, _ = l.Namespace(k.Namespace).Get(k.Name)

@@ -58,7 +58,7 @@ func ExampleNewIndexer() {
 	fmt.Println("on node-1:", names(onNode))
 	inNS, _ := x.ByIndex(cache.NamespaceIndex, "kube-system")
 	fmt.Println("in kube-system:", names(inNS))
-	got, ok := x.GetByKey(cache.Key{Namespace: "default", Name: "b"})
+	got, ok, _ := x.GetByKey(cache.Key{Namespace: "default", Name: "b"})
 	fmt.Println("get default/b:", got.Spec.NodeName, ok)
 	fmt.Println("nodes:", x.ListIndexFuncValues("node"))
 	// Output:

@@ -78,7 +78,7 @@ func (n NamespaceLister[T]) Get(name string) (T, error) {
 }
 
 func (l *Lister[T]) get(k Key) (T, error) {
-	obj, ok := l.x.GetByKey(k)
+	obj, ok, _ := l.x.GetByKey(k)
 	if !ok {
 		return obj, apierrors.NewNotFound(l.resource, k.Name)
 	}

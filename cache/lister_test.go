@@ -337,7 +337,7 @@ func TestIteratorBodyMayWrite(t *testing.T) {
 		"Keys": func(x *podIndexer, _ *cache.Lister[*corev1.Pod]) func(func(*corev1.Pod) bool) {
 			return func(yield func(*corev1.Pod) bool) {
 				for k := range x.Keys() {
-					p, _ := x.GetByKey(k)
+					p, _, _ := x.GetByKey(k)
 					if !yield(p) {
 						return
 					}
@@ -432,7 +432,7 @@ func TestPanickingSelectorReleasesLock(t *testing.T) {
 			withDeadlockGuard(t, func() {
 				mustAdd(t, x, newPod("a", "after", "1"))
 			})
-			if _, ok := x.GetByKey(cache.Key{Namespace: "a", Name: "after"}); !ok {
+			if _, ok, _ := x.GetByKey(cache.Key{Namespace: "a", Name: "after"}); !ok {
 				t.Errorf("Add after the panic did not store the object")
 			}
 		})

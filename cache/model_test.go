@@ -499,7 +499,7 @@ func (s *script) check(probe *corev1.Pod) {
 	for _, ns := range modelNamespaces {
 		for _, name := range modelNames {
 			k := cache.Key{Namespace: ns, Name: name}
-			got, ok := x.GetByKey(k)
+			got, ok, _ := x.GetByKey(k)
 			wantP, wantOK := m.items[k]
 			if ok != wantOK || got != wantP {
 				s.t.Fatalf("after op %d %s: GetByKey(%v) = %s, %v; want %s, %v", s.ops, s.lastDesc, k, podDesc(got), ok, podDesc(wantP), wantOK)

@@ -12,16 +12,19 @@ func (x *Indexer[T]) Get(obj T) (T, bool, error) {
 		var zero T
 		return zero, false, fmt.Errorf("cache: get: %w", err)
 	}
-	item, ok := x.GetByKey(k)
+	x.mu.RLock()
+	item, ok := x.items[k]
+	x.mu.RUnlock()
 	return item, ok, nil
 }
 
-// GetByKey returns the object stored under k.
-func (x *Indexer[T]) GetByKey(k Key) (T, bool) {
+// GetByKey returns the object stored under k. The error is always nil; it
+// is there for parity with client-go's Store.GetByKey.
+func (x *Indexer[T]) GetByKey(k Key) (T, bool, error) {
 	x.mu.RLock()
 	obj, ok := x.items[k]
 	x.mu.RUnlock()
-	return obj, ok
+	return obj, ok, nil
 }
 
 // Len returns the number of stored objects.

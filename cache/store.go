@@ -7,8 +7,9 @@ import "iter"
 type Reader[T Object] interface {
 	// Get returns the stored object with the same key as obj.
 	Get(obj T) (item T, exists bool, err error)
-	// GetByKey returns the object stored under key.
-	GetByKey(key Key) (item T, exists bool)
+	// GetByKey returns the object stored under key. The error is for
+	// parity with client-go's Store; an Indexer never returns one.
+	GetByKey(key Key) (item T, exists bool, err error)
 	// List returns every stored object, in no particular order.
 	List() []T
 	// ListKeys returns the key of every stored object, in no particular order.

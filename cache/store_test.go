@@ -208,7 +208,7 @@ func TestStoreWrites(t *testing.T) {
 			// Every listed object is found by key, and the namespace index
 			// agrees with the content.
 			for _, p := range x.List() {
-				got, ok := x.GetByKey(cache.KeyOf(p))
+				got, ok, _ := x.GetByKey(cache.KeyOf(p))
 				if !ok || got != p {
 					t.Errorf("GetByKey(%v) = %v, %v; want the listed object", cache.KeyOf(p), got, ok)
 				}
@@ -277,7 +277,7 @@ func TestStoreGet(t *testing.T) {
 			if diff := cmp.Diff(tt.wantID, id(got)); diff != "" {
 				t.Errorf("Get() (-want +got):\n%s", diff)
 			}
-			byKey, ok := x.GetByKey(cache.KeyOf(tt.probe))
+			byKey, ok, _ := x.GetByKey(cache.KeyOf(tt.probe))
 			if !ok || byKey != got {
 				t.Errorf("GetByKey() = %v, %v; want the object Get returned", byKey, ok)
 			}

@@ -79,7 +79,7 @@ func (it Item[T]) Newest() Delta[T] {
 // find objects that vanished across a Replace and the objects to resync.
 type KnownObjects[T cache.Object] interface {
 	Keys() iter.Seq[cache.Key]
-	GetByKey(key cache.Key) (T, bool)
+	GetByKey(key cache.Key) (T, bool, error)
 }
 
 // collapseDeletes collapses two consecutive deletions of a key into one,

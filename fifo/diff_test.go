@@ -788,7 +788,8 @@ func TestResyncRace(t *testing.T) {
 					closeQ = q.Close
 					get = func(k string) (pod, bool) {
 						key, _ := cache.ParseKey(k)
-						return store.GetByKey(key)
+						o, ok, _ := store.GetByKey(key)
+						return o, ok
 					}
 				} else {
 					store := k8scache.NewIndexer(k8scache.DeletionHandlingMetaNamespaceKeyFunc, k8scache.Indexers{})

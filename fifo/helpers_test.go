@@ -120,7 +120,7 @@ func (s sortedKnown) Keys() iter.Seq[cache.Key] {
 	return slices.Values(keys)
 }
 
-func (s sortedKnown) GetByKey(k cache.Key) (pod, bool) { return s.x.GetByKey(k) }
+func (s sortedKnown) GetByKey(k cache.Key) (pod, bool, error) { return s.x.GetByKey(k) }
 
 // fakeKnown is a fixed KnownObjects; keys listed in ghosts are yielded by
 // Keys but not found by GetByKey, like a store changing under the queue.
@@ -144,13 +144,13 @@ func (f fakeKnown) Keys() iter.Seq[cache.Key] {
 	}
 }
 
-func (f fakeKnown) GetByKey(k cache.Key) (pod, bool) {
+func (f fakeKnown) GetByKey(k cache.Key) (pod, bool, error) {
 	for _, o := range f.objs {
 		if cache.KeyOf(o) == k {
-			return o, true
+			return o, true, nil
 		}
 	}
-	return nil, false
+	return nil, false, nil
 }
 
 // popCtx bounds a pop that must not block in a test.

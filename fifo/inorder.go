@@ -59,7 +59,7 @@ func (q *Queue[T]) replaceInOrderLocked(keys []cache.Key, list []T, listed map[c
 			if _, queued := last[k]; queued {
 				continue
 			}
-			obj, _ := q.opts.KnownObjects.GetByKey(k)
+			obj, _, _ := q.opts.KnownObjects.GetByKey(k)
 			q.queueLocked(k, Delta[T]{Type: Deleted, Object: obj, FinalStateUnknown: true})
 		}
 	}
@@ -80,8 +80,8 @@ func (q *Queue[T]) resyncInOrderLocked() error {
 		if _, ok := queued[k]; ok {
 			continue
 		}
-		obj, ok := q.opts.KnownObjects.GetByKey(k)
-		if !ok {
+		obj, ok, err := q.opts.KnownObjects.GetByKey(k)
+		if err != nil || !ok {
 			continue
 		}
 		if _, err := q.opts.KeyFunc(obj); err != nil {

@@ -54,7 +54,9 @@ func (q *Queue[T]) replacePerKeyLocked(keys []cache.Key, list []T, listed map[ca
 			if len(q.items[k]) > 0 {
 				continue
 			}
-			obj, _ := q.opts.KnownObjects.GetByKey(k)
+			// On a lookup error the tombstone carries no object, as in
+			// client-go.
+			obj, _, _ := q.opts.KnownObjects.GetByKey(k)
 			q.queueLocked(k, Delta[T]{Type: Deleted, Object: obj, FinalStateUnknown: true})
 		}
 	}
@@ -68,8 +70,8 @@ func (q *Queue[T]) resyncPerKeyLocked() error {
 		if len(q.items[k]) > 0 {
 			continue
 		}
-		obj, ok := q.opts.KnownObjects.GetByKey(k)
-		if !ok {
+		obj, ok, err := q.opts.KnownObjects.GetByKey(k)
+		if err != nil || !ok {
 			continue
 		}
 		if _, err := q.opts.KeyFunc(obj); err != nil {

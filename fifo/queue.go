@@ -204,7 +204,7 @@ func (q *Queue[T]) write(t DeltaType, obj T) error {
 	if !inOrder {
 		if t == Deleted && q.opts.KnownObjects != nil {
 			if _, queued := q.items[k]; !queued {
-				if _, known := q.opts.KnownObjects.GetByKey(k); !known {
+				if _, known, err := q.opts.KnownObjects.GetByKey(k); err == nil && !known {
 					return nil
 				}
 			}

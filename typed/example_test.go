@@ -98,7 +98,7 @@ func Example_classicInformer() {
 	}
 
 	// Store queries, typed.
-	obj, exists := inf.Store().GetByKey(cache.Key{Namespace: "default", Name: "web-0"})
+	obj, exists, _ := inf.Store().GetByKey(cache.Key{Namespace: "default", Name: "web-0"})
 	fmt.Println("web-0 exists:", exists, obj.Labels["app"])
 	fmt.Println("keys:", len(inf.Store().ListKeys()))
 
