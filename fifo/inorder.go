@@ -1,7 +1,6 @@
 package fifo
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/typedinformer/informer/cache"
@@ -69,25 +68,14 @@ func (q *Queue[T]) replaceInOrderLocked(keys []cache.Key, list []T, listed map[c
 }
 
 // resyncInOrderLocked queues a Sync delta for every known object that has
-// nothing queued: a queued change is newer than the cache, and resyncing
-// the cache's copy after it would undo it.
+// nothing queued.
 func (q *Queue[T]) resyncInOrderLocked() error {
 	queued := make(map[cache.Key]struct{}, q.events.len())
 	for p := range q.events.all {
 		queued[p.key] = struct{}{}
 	}
-	for k := range q.opts.KnownObjects.Keys() {
-		if _, ok := queued[k]; ok {
-			continue
-		}
-		obj, ok, err := q.opts.KnownObjects.GetByKey(k)
-		if err != nil || !ok {
-			continue
-		}
-		if _, err := q.opts.KeyFunc(obj); err != nil {
-			return fmt.Errorf("fifo: resync %v: %w", k, err)
-		}
-		q.queueLocked(k, Delta[T]{Type: Sync, Object: obj})
-	}
-	return nil
+	return q.syncKnownLocked(func(k cache.Key) bool {
+		_, ok := queued[k]
+		return ok
+	})
 }

@@ -66,8 +66,15 @@ func (q *Queue[T]) replacePerKeyLocked(keys []cache.Key, list []T, listed map[ca
 // resyncPerKeyLocked queues a Sync delta for every known object that has
 // nothing queued.
 func (q *Queue[T]) resyncPerKeyLocked() error {
+	return q.syncKnownLocked(func(k cache.Key) bool { return len(q.items[k]) > 0 })
+}
+
+// syncKnownLocked queues a Sync delta for every known object whose key is
+// not queued: a queued change is newer than the consumer's copy, and
+// resyncing that copy after it would undo it.
+func (q *Queue[T]) syncKnownLocked(queued func(cache.Key) bool) error {
 	for k := range q.opts.KnownObjects.Keys() {
-		if len(q.items[k]) > 0 {
+		if queued(k) {
 			continue
 		}
 		obj, ok, err := q.opts.KnownObjects.GetByKey(k)
