@@ -8,8 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	clientcache "k8s.io/client-go/tools/cache"
-
-	"github.com/typedinformer/informer/cache"
 )
 
 const (
@@ -32,17 +30,17 @@ func benchPodSet(version int) []*corev1.Pod {
 	return out
 }
 
-func benchOurs(b *testing.B, pods []*corev1.Pod, labelIndex bool) *cache.Lister[*corev1.Pod] {
+func benchWriter(b *testing.B, pods []*corev1.Pod, labelIndex bool) *podWriter {
 	b.Helper()
-	opts := cache.IndexerOptions[*corev1.Pod]{}
+	opts := podOptions{Resource: podsResource}
 	if labelIndex {
-		opts.Indexers = cache.Indexers[*corev1.Pod]{cache.LabelIndexName("app"): cache.IndexByLabel[*corev1.Pod]("app")}
+		opts.LabelIndexes = []string{"app"}
 	}
-	x := mustIndexer(b, opts)
-	if err := x.Replace(pods, "1"); err != nil {
+	w := mustWriter(b, opts)
+	if _, err := w.Replace(entries(pods...)); err != nil {
 		b.Fatal(err)
 	}
-	return cache.NewLister(x, podsResource)
+	return w
 }
 
 func benchClientGo(b *testing.B, pods []*corev1.Pod) clientcache.Indexer {
@@ -59,12 +57,12 @@ func benchClientGo(b *testing.B, pods []*corev1.Pod) clientcache.Indexer {
 }
 
 // BenchmarkListerList lists across all namespaces with a selector, with
-// our Lister (scanning, with a label index, and through Seq) and with
+// our Lister (scanning, with a label index, and through ListSeq) and with
 // client-go's generated pod lister over client-go's indexer.
 func BenchmarkListerList(b *testing.B) {
 	pods := benchPodSet(1)
-	ours := benchOurs(b, pods, false)
-	oursIndexed := benchOurs(b, pods, true)
+	ours := benchWriter(b, pods, false).Store().Lister()
+	oursIndexed := benchWriter(b, pods, true).Store().Lister()
 	clientGo := corelisters.NewPodLister(benchClientGo(b, pods))
 	for _, s := range []struct {
 		name string
@@ -97,7 +95,7 @@ func BenchmarkListerList(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				n := 0
-				for range ours.Seq(s.sel) {
+				for range ours.ListSeq(s.sel) {
 					n++
 				}
 				check(b, n)
@@ -107,7 +105,7 @@ func BenchmarkListerList(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				n := 0
-				for range oursIndexed.Seq(s.sel) {
+				for range oursIndexed.ListSeq(s.sel) {
 					n++
 				}
 				check(b, n)
@@ -123,47 +121,63 @@ func BenchmarkListerList(b *testing.B) {
 	}
 }
 
-// BenchmarkIndexerAdd measures update churn: every operation replaces one
-// of 10k stored pods with a new version, with our Indexer and client-go's,
-// both maintaining a namespace index.
-func BenchmarkIndexerAdd(b *testing.B) {
+// BenchmarkWriterApply measures update churn: every operation replaces one
+// of 10k stored pods with a new version, with our Writer (an Apply of one
+// entry prepared beforehand, as an informer prepares it off the write
+// path; "-literal" lets Apply index it) and with client-go's indexer, both
+// maintaining a namespace index.
+func BenchmarkWriterApply(b *testing.B) {
 	versions := [2][]*corev1.Pod{benchPodSet(1), benchPodSet(2)}
-	b.Run("ours", func(b *testing.B) {
-		x := mustIndexer(b, cache.IndexerOptions[*corev1.Pod]{})
-		if err := x.Replace(versions[0], "1"); err != nil {
-			b.Fatal(err)
+	prepared := func(b *testing.B, w *podWriter) [2][]podEntry {
+		var out [2][]podEntry
+		for v, pods := range versions {
+			out[v] = make([]podEntry, len(pods))
+			for i, p := range pods {
+				e, err := w.Prepare(p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				out[v][i] = e
+			}
 		}
+		return out
+	}
+	run := func(b *testing.B, w *podWriter, next func(i int) podEntry) {
+		changes := make([]podChange, 1)
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
-			if err := x.Update(versions[(i/benchPods+1)%2][i%benchPods]); err != nil {
+			changes[0] = podChange{Entry: next(i)}
+			if _, err := w.Apply(changes); err != nil {
 				b.Fatal(err)
 			}
 			i++
 		}
-	})
-	b.Run("ours-labelindex", func(b *testing.B) {
-		x := mustIndexer(b, cache.IndexerOptions[*corev1.Pod]{
-			Indexers: cache.Indexers[*corev1.Pod]{cache.LabelIndexName("app"): cache.IndexByLabel[*corev1.Pod]("app")},
+	}
+	// version(i) alternates versions every benchPods writes, so that every
+	// write replaces the other version.
+	version := func(i int) int { return (i/benchPods + 1) % 2 }
+	for _, labelIndex := range []bool{false, true} {
+		name := "ours"
+		if labelIndex {
+			name = "ours-labelindex"
+		}
+		b.Run(name, func(b *testing.B) {
+			w := benchWriter(b, versions[0], labelIndex)
+			es := prepared(b, w)
+			run(b, w, func(i int) podEntry { return es[version(i)][i%benchPods] })
 		})
-		if err := x.Replace(versions[0], "1"); err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			if err := x.Update(versions[(i/benchPods+1)%2][i%benchPods]); err != nil {
-				b.Fatal(err)
-			}
-			i++
-		}
+	}
+	b.Run("ours-literal", func(b *testing.B) {
+		w := benchWriter(b, versions[0], false)
+		run(b, w, func(i int) podEntry { return podEntry{Object: versions[version(i)][i%benchPods]} })
 	})
 	b.Run("client-go", func(b *testing.B) {
 		x := benchClientGo(b, versions[0])
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
-			if err := x.Update(versions[(i/benchPods+1)%2][i%benchPods]); err != nil {
+			if err := x.Update(versions[version(i)][i%benchPods]); err != nil {
 				b.Fatal(err)
 			}
 			i++

@@ -4,8 +4,15 @@
 // It defines the [Object] constraint that every cached type satisfies (any
 // pointer to a Kubernetes API struct, such as *corev1.Pod, or
 // *unstructured.Unstructured), the concrete [Key] that identifies an object,
-// the [Store] contract, the [Indexer] that implements it with typed index
-// functions, and the [Lister] that answers controller queries.
+// and a cache in two halves, as kube-rs splits its reflector store:
+//
+//   - [Writer], the write side, owned by whoever keeps the cache current
+//     (an informer, or your own code). [Writer.Apply] makes a batch of
+//     changes as one write; [Writer.Replace] swaps the whole content.
+//   - [Store], the read side, what controllers use: Get, List, iterators,
+//     index queries, and the [Lister]. A reader sees the cache between two
+//     writes, never in the middle of one, so a relist applied with one
+//     write is atomic for every reader.
 //
 // Nothing in this package takes or returns interface{}: a *corev1.Pod goes in
 // and a *corev1.Pod comes out, with no type assertion anywhere on the way.
@@ -15,19 +22,24 @@
 // A [Key] is a namespace and a name. Its String form is client-go's
 // "namespace/name" (or just "name" for cluster-scoped objects), so keys can be
 // exchanged with client-go code and workqueues; [ParseKey] reads it back.
+// [KeyOf] is the one key function.
 //
 // # Indexes
 //
-// An [Indexer] maintains any number of named indexes, each computed by an
-// [IndexFunc]. A namespace index ([NamespaceIndex]) is maintained by default
-// without calling any function, so namespace-scoped listing never scans the
-// whole cache. An index function that fails makes the write return an error
-// and leaves the store and every index exactly as they were.
+// Every store maintains a namespace index ([NamespaceIndex]). Custom
+// indexes are [IndexFunc]s declared in [Options.Indexers] or added later
+// with [Writer.AddIndexers]; [Writer.Prepare] computes their values once
+// per object, without any lock, before the object is written, and refuses
+// an object an index function fails on. Label indexes are declared as data
+// ([Options.LabelIndexes]): the [Lister] answers equality and
+// set-membership selectors on those labels straight from the index.
 //
-// # Iteration
+// # Locks
 //
-// The iterator methods ([Indexer.All], [Indexer.Values], [Indexer.Keys],
-// [Lister.Seq]) take a snapshot under the read lock into a pooled buffer and
-// yield with no lock held, so the loop body may call any method of the cache,
-// including writes. After warm-up they allocate nothing per item.
+// One read-write lock guards the content. It is never held while user code
+// runs: index functions run before a write takes it, and a [Lister] copies
+// its candidates under the read lock and matches selectors after releasing
+// it. Iterators ([Store.All], [Store.ByIndexSeq], [Lister.ListSeq]) yield
+// from a snapshot with no lock held, and after warm-up allocate nothing
+// per object.
 package cache

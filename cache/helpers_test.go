@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/typedinformer/informer/cache"
+)
+
+type (
+	podWriter  = cache.Writer[*corev1.Pod]
+	podStore   = cache.Store[*corev1.Pod]
+	podLister  = cache.Lister[*corev1.Pod]
+	podChange  = cache.Change[*corev1.Pod]
+	podEntry   = cache.Entry[*corev1.Pod]
+	podOptions = cache.Options[*corev1.Pod]
+	podIndexes = cache.Indexers[*corev1.Pod]
 )
 
 var podsResource = schema.GroupResource{Resource: "pods"}
@@ -26,6 +37,17 @@ func newPod(ns, name, rv string, kv ...string) *corev1.Pod {
 		for i := 0; i+1 < len(kv); i += 2 {
 			p.Labels[kv[i]] = kv[i+1]
 		}
+	}
+	return p
+}
+
+// withAnn sets annotations, given as alternating key, value.
+func withAnn(p *corev1.Pod, kv ...string) *corev1.Pod {
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		p.Annotations[kv[i]] = kv[i+1]
 	}
 	return p
 }
@@ -62,6 +84,9 @@ func ids(pods []*corev1.Pod) []string {
 }
 
 func id(p *corev1.Pod) string {
+	if p == nil {
+		return "<nil>"
+	}
 	return cache.KeyOf(p).String() + "@" + p.ResourceVersion
 }
 
@@ -73,43 +98,59 @@ func collect[T any](seq func(func(T) bool)) []T {
 	return out
 }
 
-func mustIndexer(t testing.TB, opts cache.IndexerOptions[*corev1.Pod]) *cache.Indexer[*corev1.Pod] {
+func mustWriter(t testing.TB, opts podOptions) *podWriter {
 	t.Helper()
-	x, err := cache.NewIndexer(opts)
+	w, err := cache.NewWriter(opts)
 	if err != nil {
-		t.Fatalf("NewIndexer: %v", err)
+		t.Fatalf("NewWriter: %v", err)
 	}
-	return x
+	return w
 }
 
-func mustAdd(t testing.TB, x *cache.Indexer[*corev1.Pod], pods ...*corev1.Pod) {
+// put is a change that stores p as a literal entry: Apply computes its key
+// and index values.
+func put(p *corev1.Pod) podChange { return podChange{Entry: podEntry{Object: p}} }
+
+// del is a change that removes k.
+func del(k cache.Key) podChange { return podChange{Entry: podEntry{Key: k}, Delete: true} }
+
+// delPod is a change that removes p's key.
+func delPod(p *corev1.Pod) podChange { return del(cache.KeyOf(p)) }
+
+// mustApply applies changes as one batch and returns them with Prev and
+// Existed filled in.
+func mustApply(t testing.TB, w *podWriter, changes ...podChange) []podChange {
+	t.Helper()
+	if _, err := w.Apply(changes); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	return changes
+}
+
+// mustPut stores pods, one Apply each.
+func mustPut(t testing.TB, w *podWriter, pods ...*corev1.Pod) {
 	t.Helper()
 	for _, p := range pods {
-		if err := x.Add(p); err != nil {
-			t.Fatalf("Add(%s): %v", id(p), err)
+		if _, err := w.Apply([]podChange{put(p)}); err != nil {
+			t.Fatalf("Apply(put %s): %v", id(p), err)
 		}
 	}
 }
 
-var errBoom = errors.New("boom")
-
-// withAnn sets annotations, given as alternating key, value.
-func withAnn(p *corev1.Pod, kv ...string) *corev1.Pod {
-	if p.Annotations == nil {
-		p.Annotations = map[string]string{}
+// entries makes literal entries of pods, for Replace.
+func entries(pods ...*corev1.Pod) []podEntry {
+	out := make([]podEntry, len(pods))
+	for i, p := range pods {
+		out[i].Object = p
 	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		p.Annotations[kv[i]] = kv[i+1]
-	}
-	return p
+	return out
 }
+
+var errBoom = errors.New("boom")
 
 // byTags is a multi-valued index function: the comma-separated values of
 // the "tags" annotation. It fails for pods annotated fail=true.
 func byTags(p *corev1.Pod) ([]string, error) {
-	if p == nil {
-		return nil, cache.ErrNilObject
-	}
 	if p.Annotations["fail"] == "true" {
 		return nil, fmt.Errorf("pod %s: %w", p.Name, errBoom)
 	}
@@ -120,56 +161,77 @@ func byTags(p *corev1.Pod) ([]string, error) {
 	return strings.Split(t, ","), nil
 }
 
-// indexState is everything the queries of one index return.
-type indexState struct {
-	Values    []string
-	ByIndex   map[string][]string
-	IndexKeys map[string][]cache.Key
+// byLabel is an index function over one label's value, as a custom index.
+func byLabel(key string) cache.IndexFunc[*corev1.Pod] {
+	return func(p *corev1.Pod) ([]string, error) {
+		if v, ok := p.Labels[key]; ok {
+			return []string{v}, nil
+		}
+		return nil, nil
+	}
 }
 
-// state is every observable query result of an Indexer, in a comparable
-// form. Two Indexers with equal states answer every query alike.
+// failOn returns an index function that fails for one key and indexes
+// every other object under its name.
+func failOn(ns, name string) cache.IndexFunc[*corev1.Pod] {
+	return func(p *corev1.Pod) ([]string, error) {
+		if p.Namespace == ns && p.Name == name {
+			return nil, errBoom
+		}
+		return []string{p.Name}, nil
+	}
+}
+
+// counted wraps an index function with a call counter.
+func counted(n *atomic.Int64, f cache.IndexFunc[*corev1.Pod]) cache.IndexFunc[*corev1.Pod] {
+	return func(p *corev1.Pod) ([]string, error) {
+		n.Add(1)
+		return f(p)
+	}
+}
+
+// state is every observable query result of a store over the given
+// indexes, in a comparable form. Two stores with equal states answer those
+// queries alike.
 type state struct {
 	IDs     []string
 	Keys    []cache.Key
 	Len     int
 	AllIDs  []string
-	Indexes map[string]indexState
+	Rev     uint64
+	Indexes map[string]map[string][]string // index -> value -> ids
 }
 
-func snapshotState(t testing.TB, x *cache.Indexer[*corev1.Pod]) state {
+// stateOf reads st; the namespace index is always included.
+func stateOf(t testing.TB, st *podStore, indexNames ...string) state {
 	t.Helper()
+	objs, rev := st.Snapshot()
 	s := state{
-		IDs:     ids(x.List()),
-		Keys:    sortedKeys(x.ListKeys()),
-		Len:     x.Len(),
-		AllIDs:  ids(collect(x.Values())),
-		Indexes: map[string]indexState{},
+		IDs:     ids(st.List()),
+		Keys:    sortedKeys(st.ListKeys()),
+		Len:     st.Len(),
+		AllIDs:  ids(objs),
+		Rev:     rev,
+		Indexes: map[string]map[string][]string{},
 	}
-	for name := range x.GetIndexers() {
-		is := indexState{
-			Values:    x.ListIndexFuncValues(name),
-			ByIndex:   map[string][]string{},
-			IndexKeys: map[string][]cache.Key{},
+	for _, name := range append([]string{cache.NamespaceIndex}, indexNames...) {
+		vals, err := st.IndexValues(name)
+		if err != nil {
+			s.Indexes[name] = nil // absent
+			continue
 		}
-		for _, v := range is.Values {
-			objs, err := x.ByIndex(name, v)
+		byValue := map[string][]string{}
+		for _, v := range vals {
+			got, err := st.ByIndex(name, v)
 			if err != nil {
 				t.Fatalf("ByIndex(%q, %q): %v", name, v, err)
 			}
-			is.ByIndex[v] = ids(objs)
-			keys, err := x.IndexKeys(name, v)
-			if err != nil {
-				t.Fatalf("IndexKeys(%q, %q): %v", name, v, err)
-			}
-			is.IndexKeys[v] = sortedKeys(keys)
+			byValue[v] = ids(got)
 		}
-		s.Indexes[name] = is
+		s.Indexes[name] = byValue
 	}
 	return s
 }
-
-func everything() labels.Selector { return labels.Everything() }
 
 func mustSelector(t testing.TB, s string) labels.Selector {
 	t.Helper()
@@ -178,4 +240,15 @@ func mustSelector(t testing.TB, s string) labels.Selector {
 		t.Fatalf("labels.Parse(%q): %v", s, err)
 	}
 	return sel
+}
+
+// wantErrIs fails t unless err wraps want, or is nil when want is nil.
+func wantErrIs(t testing.TB, what string, err, want error) {
+	t.Helper()
+	switch {
+	case want == nil && err != nil:
+		t.Fatalf("%s: unexpected error: %v", what, err)
+	case want != nil && !errors.Is(err, want):
+		t.Fatalf("%s: error = %v, want errors.Is %v", what, err, want)
+	}
 }

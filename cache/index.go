@@ -3,60 +3,33 @@ package cache
 import (
 	"errors"
 	"fmt"
-	"maps"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// NamespaceIndex is the name of the namespace index an [Indexer] maintains by
-// default. Its values are object namespaces ("" for cluster-scoped objects).
+// NamespaceIndex is the name of the namespace index every store maintains.
+// Its values are object namespaces ("" for cluster-scoped objects).
 const NamespaceIndex = "namespace"
 
 // IndexFunc computes the values under which an object is indexed. It returns
-// an error, never panics, when it cannot index an object; the write that
-// called it then fails and changes nothing.
+// an error, never panics, when it cannot index an object; the object is then
+// refused (see [Writer.Prepare]).
 type IndexFunc[T Object] func(obj T) ([]string, error)
 
 // Indexers maps index names to their functions.
 type Indexers[T Object] map[string]IndexFunc[T]
 
-// ErrNoIndex is returned for a query on an index that does not exist.
-var ErrNoIndex = errors.New("cache: no such index")
-
-// ErrIndexExists is returned by [Indexer.AddIndexers] for a name already in
-// use.
-var ErrIndexExists = errors.New("cache: index already exists")
-
-// IndexByNamespace indexes objects by namespace. An [Indexer] maintains this
-// index natively under [NamespaceIndex]; the function is exported for use
-// with other stores.
-func IndexByNamespace[T Object](obj T) ([]string, error) {
-	var zero T
-	if obj == zero {
-		return nil, ErrNilObject
-	}
-	return []string{obj.GetNamespace()}, nil
-}
-
-// LabelIndexName is the index name under which [IndexByLabel] for the label
-// key should be registered. A [Lister] uses such an index for equality
-// selectors on that label instead of scanning.
-func LabelIndexName(labelKey string) string { return "label:" + labelKey }
-
-// IndexByLabel returns an index function that indexes objects by the value of
-// one label. Objects without the label are not indexed. Register it as
-// Indexers{LabelIndexName(key): IndexByLabel[T](key)}.
-func IndexByLabel[T Object](labelKey string) IndexFunc[T] {
-	return func(obj T) ([]string, error) {
-		var zero T
-		if obj == zero {
-			return nil, ErrNilObject
-		}
-		v, ok := obj.GetLabels()[labelKey]
-		if !ok {
-			return nil, nil
-		}
-		return []string{v}, nil
-	}
-}
+// Errors about indexes.
+var (
+	// ErrNoIndex is returned for a query on an index that does not exist.
+	ErrNoIndex = errors.New("cache: no such index")
+	// ErrIndexExists is returned for an index name already in use.
+	ErrIndexExists = errors.New("cache: index already exists")
+	// ErrIndexPanic is wrapped by the error of an index function that
+	// panicked; the panic does not escape.
+	ErrIndexPanic = errors.New("cache: index function panicked")
+)
 
 // keySet is the set of keys indexed under one value.
 type keySet = map[Key]struct{}
@@ -64,45 +37,83 @@ type keySet = map[Key]struct{}
 // index maps an indexed value to the keys of the objects with that value.
 type index map[string]keySet
 
-func (ix index) add(vals []string, k Key) {
-	for _, v := range vals {
-		set := ix[v]
-		if set == nil {
-			set = make(keySet, 1)
-			ix[v] = set
-		}
-		set[k] = struct{}{}
+func (ix index) add(v string, k Key) {
+	set := ix[v]
+	if set == nil {
+		set = make(keySet, 1)
+		ix[v] = set
+	}
+	set[k] = struct{}{}
+}
+
+func (ix index) remove(v string, k Key) {
+	set := ix[v]
+	delete(set, k)
+	if len(set) == 0 {
+		delete(ix, v)
 	}
 }
 
-func (ix index) remove(vals []string, k Key) {
+func (ix index) addAll(vals []string, k Key) {
 	for _, v := range vals {
-		set := ix[v]
-		delete(set, k)
-		if len(set) == 0 {
-			delete(ix, v)
-		}
+		ix.add(v, k)
 	}
 }
 
-// computeValues runs every index function in order on obj.
-func computeValues[T Object](names []string, funcs Indexers[T], obj T) ([][]string, error) {
-	if len(names) == 0 {
-		return nil, nil
+func (ix index) removeAll(vals []string, k Key) {
+	for _, v := range vals {
+		ix.remove(v, k)
 	}
-	vals := make([][]string, len(names))
-	for i, name := range names {
-		v, err := callIndexFunc(name, funcs[name], obj)
+}
+
+// indexSet is an immutable description of a writer's custom indexes.
+// AddIndexers only ever appends, so the names of an older set are a prefix
+// of the names of every newer set of the same writer, and index values
+// computed with an older set stay valid for its names.
+type indexSet[T Object] struct {
+	owner *core[T]
+	names []string
+	funcs []IndexFunc[T]
+}
+
+// with returns a new set with add's indexes appended in name order.
+func (s *indexSet[T]) with(add Indexers[T]) (*indexSet[T], error) {
+	names := make([]string, 0, len(add))
+	for name, f := range add {
+		switch {
+		case name == NamespaceIndex || slices.Contains(s.names, name):
+			return nil, fmt.Errorf("%w: %q", ErrIndexExists, name)
+		case name == "":
+			return nil, errors.New("cache: index with an empty name")
+		case f == nil:
+			return nil, fmt.Errorf("cache: index %q: nil index function", name)
+		}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	out := &indexSet[T]{
+		owner: s.owner,
+		names: append(slices.Clip(s.names), names...),
+		funcs: slices.Clip(s.funcs),
+	}
+	for _, name := range names {
+		out.funcs = append(out.funcs, add[name])
+	}
+	return out, nil
+}
+
+// values computes the values of the indexes from the from-th on, appended
+// to vals.
+func (s *indexSet[T]) values(obj T, vals [][]string, from int) ([][]string, error) {
+	for i := from; i < len(s.names); i++ {
+		v, err := callIndexFunc(s.names[i], s.funcs[i], obj)
 		if err != nil {
-			return nil, err
+			return vals, err
 		}
-		vals[i] = v
+		vals = append(vals, v)
 	}
 	return vals, nil
 }
-
-// ErrIndexPanic is wrapped by the error of an index function that panicked.
-var ErrIndexPanic = errors.New("cache: index function panicked")
 
 // callIndexFunc runs one index function; an error or a panic becomes an
 // error naming the index.
@@ -119,21 +130,17 @@ func callIndexFunc[T Object](name string, f IndexFunc[T], obj T) (vals []string,
 	return vals, nil
 }
 
-func sameValues(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
+// checkLabelKeys validates label index keys as label keys.
+func checkLabelKeys(keys []string) error {
+	seen := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return fmt.Errorf("cache: label index %q: %s", k, errs[0])
 		}
+		if seen[k] {
+			return fmt.Errorf("%w: label index %q", ErrIndexExists, k)
+		}
+		seen[k] = true
 	}
-	return true
-}
-
-func cloneIndexers[T Object](in Indexers[T]) Indexers[T] {
-	if in == nil {
-		return Indexers[T]{}
-	}
-	return maps.Clone(in)
+	return nil
 }

@@ -1,183 +1,275 @@
 package cache
 
 import (
+	"errors"
+	"fmt"
 	"iter"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 )
 
+// Scope says whether a resource's objects live in namespaces.
+type Scope uint8
+
+// The scopes.
+const (
+	// ScopeUnknown: not declared; a [Lister] infers it from the objects.
+	ScopeUnknown Scope = iota
+	// ScopeNamespaced: every object has a namespace (pods, services).
+	ScopeNamespaced
+	// ScopeCluster: no object has a namespace (nodes, namespaces).
+	ScopeCluster
+)
+
+// String returns "unknown", "namespaced" or "cluster".
+func (s Scope) String() string {
+	switch s {
+	case ScopeNamespaced:
+		return "namespaced"
+	case ScopeCluster:
+		return "cluster"
+	}
+	return "unknown"
+}
+
+// ErrWrongScope is wrapped by the error of a lookup in the wrong scope: a
+// Get without a namespace for a namespaced resource, or one in a namespace
+// for a cluster-scoped resource. Such a lookup can never find anything.
+var ErrWrongScope = errors.New("cache: lookup in the wrong scope")
+
+// ErrNilSelector is returned by List for a nil selector; use
+// labels.Everything() to list everything.
+var ErrNilSelector = errors.New("cache: nil selector (use labels.Everything())")
+
 // Lister answers the queries controllers make of a cache: list by label
-// selector, get by name, per namespace or by index. It is the typed twin of
-// a generated client-go lister, for any type.
-type Lister[T Object] struct {
-	x        *Indexer[T]
-	resource schema.GroupResource
-}
+// selector, get by name, in every namespace or in one. It is the typed twin
+// of a generated client-go lister, for any type. Label selectors on the
+// store's label indexes are answered from the index; everything else is
+// matched outside the lock, on a snapshot.
+type Lister[T Object] struct{ c *core[T] }
 
-// NewLister returns a Lister over x. resource names the objects in NotFound
-// errors, e.g. schema.GroupResource{Resource: "pods"}.
-func NewLister[T Object](x *Indexer[T], resource schema.GroupResource) *Lister[T] {
-	return &Lister[T]{x: x, resource: resource}
-}
-
-// List returns the objects, in every namespace, whose labels match selector.
-// A nil selector matches nothing, like labels.Nothing(); use
-// labels.Everything() for all objects.
+// List returns the objects, in every namespace, whose labels match
+// selector, or [ErrNilSelector].
 func (l *Lister[T]) List(selector labels.Selector) ([]T, error) {
-	return l.list("", false, selector), nil
+	return l.c.list("", false, selector)
 }
 
-// Seq yields the objects whose labels match selector from a snapshot; no
-// lock is held while yielding, and after warm-up nothing is allocated per
-// item.
-func (l *Lister[T]) Seq(selector labels.Selector) iter.Seq[T] {
-	return l.x.values(l.matchLocked("", false, selector))
+// ListSeq yields the objects, in every namespace, whose labels match
+// selector, from a snapshot; no lock is held while yielding. A nil selector
+// yields nothing.
+func (l *Lister[T]) ListSeq(selector labels.Selector) iter.Seq[T] {
+	return l.c.listSeq("", false, selector)
 }
 
-// Get returns the cluster-scoped object called name, or a NotFound error
-// (apierrors.IsNotFound) naming the resource.
+// Get returns the cluster-scoped object called name, a NotFound error
+// (apierrors.IsNotFound) naming the resource, or [ErrWrongScope] if the
+// resource is namespaced.
 func (l *Lister[T]) Get(name string) (T, error) {
-	return l.get(Key{Name: name})
-}
-
-// ByIndex returns the objects indexed under value in the index called name.
-func (l *Lister[T]) ByIndex(name, value string) ([]T, error) {
-	return l.x.ByIndex(name, value)
+	return l.c.get(Key{Name: name}, false)
 }
 
 // Namespace returns a lister restricted to one namespace.
 func (l *Lister[T]) Namespace(namespace string) NamespaceLister[T] {
-	return NamespaceLister[T]{l: l, namespace: namespace}
+	return NamespaceLister[T]{c: l.c, namespace: namespace}
 }
 
-// NamespaceLister is a [Lister] restricted to one namespace. Its List uses
-// the namespace index when the Indexer maintains one.
+// NamespaceLister is a [Lister] restricted to one namespace.
 type NamespaceLister[T Object] struct {
-	l         *Lister[T]
+	c         *core[T]
 	namespace string
 }
 
-// List returns the objects of the namespace whose labels match selector.
+// List returns the objects of the namespace whose labels match selector,
+// or [ErrNilSelector].
 func (n NamespaceLister[T]) List(selector labels.Selector) ([]T, error) {
-	return n.l.list(n.namespace, true, selector), nil
+	return n.c.list(n.namespace, true, selector)
 }
 
-// Seq yields the objects of the namespace whose labels match selector, from
-// a snapshot with no lock held while yielding.
-func (n NamespaceLister[T]) Seq(selector labels.Selector) iter.Seq[T] {
-	return n.l.x.values(n.l.matchLocked(n.namespace, true, selector))
+// ListSeq yields the objects of the namespace whose labels match selector,
+// from a snapshot with no lock held while yielding.
+func (n NamespaceLister[T]) ListSeq(selector labels.Selector) iter.Seq[T] {
+	return n.c.listSeq(n.namespace, true, selector)
 }
 
-// Get returns the object called name in the namespace, or a NotFound error
-// (apierrors.IsNotFound) naming the resource.
+// Get returns the object called name in the namespace, a NotFound error
+// naming the resource, or [ErrWrongScope] if the resource is
+// cluster-scoped.
 func (n NamespaceLister[T]) Get(name string) (T, error) {
-	return n.l.get(Key{Namespace: n.namespace, Name: name})
+	return n.c.get(Key{Namespace: n.namespace, Name: name}, true)
 }
 
-func (l *Lister[T]) get(k Key) (T, error) {
-	obj, ok, _ := l.x.GetByKey(k)
-	if !ok {
-		return obj, apierrors.NewNotFound(l.resource, k.Name)
+func (c *core[T]) get(k Key, namespaced bool) (T, error) {
+	c.mu.RLock()
+	obj, ok := c.items[k]
+	scope := c.scopeLocked()
+	c.mu.RUnlock()
+	if ok {
+		return obj, nil
 	}
-	return obj, nil
+	switch {
+	case namespaced && scope == ScopeCluster:
+		return obj, fmt.Errorf("%w: %s is cluster-scoped: Namespace(%q).Get(%q) cannot find anything; use Get(%q)",
+			ErrWrongScope, c.resource, k.Namespace, k.Name, k.Name)
+	case !namespaced && scope == ScopeNamespaced:
+		return obj, fmt.Errorf("%w: %s is namespaced: Get(%q) without a namespace cannot find anything; use Namespace(ns).Get(%q)",
+			ErrWrongScope, c.resource, k.Name, k.Name)
+	}
+	return obj, apierrors.NewNotFound(c.resource, k.Name)
 }
 
-func (l *Lister[T]) list(ns string, scoped bool, selector labels.Selector) []T {
-	out := []T{}
-	l.x.mu.RLock()
-	defer l.x.mu.RUnlock()
-	l.matchLocked(ns, scoped, selector)(func(_ Key, obj T) bool {
-		out = append(out, obj)
-		return true
-	})
-	return out
+// scopeLocked is the declared scope, else the one the stored objects show.
+func (c *core[T]) scopeLocked() Scope {
+	if c.scope != ScopeUnknown || len(c.byNS) == 0 {
+		return c.scope
+	}
+	_, cluster := c.byNS[""]
+	switch {
+	case cluster && len(c.byNS) == 1:
+		return ScopeCluster
+	case !cluster:
+		return ScopeNamespaced
+	}
+	return ScopeUnknown
 }
 
-// matchLocked returns a range function over the objects that match; it must
-// run with the read lock held. It picks the smallest candidate set among
-// the namespace index and any label index usable for the selector.
-func (l *Lister[T]) matchLocked(ns string, scoped bool, selector labels.Selector) func(yield func(Key, T) bool) {
-	x := l.x
-	return func(yield func(Key, T) bool) {
+// query is a planned list: where the candidates come from and what is
+// left to match on them.
+type query struct {
+	ns       string
+	scoped   bool
+	all      bool                 // every object matches: no label matching
+	exact    bool                 // the candidates are the answer, after the namespace check
+	residual []labels.Requirement // requirements the candidates do not prove
+	whole    labels.Selector      // a selector without requirements to plan with: match it whole
+}
+
+func (c *core[T]) list(ns string, scoped bool, selector labels.Selector) ([]T, error) {
+	if selector == nil {
+		return nil, ErrNilSelector
+	}
+	b := c.getBuf()
+	defer c.putBuf(b)
+	q := c.candidates(b, ns, scoped, selector)
+	out := make([]T, 0, len(b.objs))
+	for _, obj := range b.objs {
+		if q.matches(obj) {
+			out = append(out, obj)
+		}
+	}
+	return out, nil
+}
+
+func (c *core[T]) listSeq(ns string, scoped bool, selector labels.Selector) iter.Seq[T] {
+	return func(yield func(T) bool) {
 		if selector == nil {
 			return
 		}
-		everything := selector.Empty()
-		match := func(k Key, obj T) bool {
-			if scoped && obj.GetNamespace() != ns {
-				return true
-			}
-			if !everything && !selector.Matches(labels.Set(obj.GetLabels())) {
-				return true
-			}
-			return yield(k, obj)
-		}
-		// Candidate sources: the namespace index, or the sets a label index
-		// gives for one requirement. Each object still goes through match,
-		// so a source only has to be a superset; take the smallest.
-		var best []keySet
-		bestN := -1
-		if scoped && x.byNS != nil {
-			best, bestN = []keySet{x.byNS[ns]}, len(x.byNS[ns])
-		}
-		if !everything {
-			if sets, n, ok := x.labelCandidatesLocked(selector); ok && (bestN < 0 || n < bestN) {
-				best, bestN = sets, n
-			}
-		}
-		if bestN < 0 {
-			for k, obj := range x.items {
-				if !match(k, obj) {
-					return
-				}
-			}
-			return
-		}
-		for _, set := range best {
-			for k := range set {
-				if !match(k, x.items[k]) {
-					return
-				}
+		b := c.getBuf()
+		defer c.putBuf(b)
+		q := c.candidates(b, ns, scoped, selector)
+		for _, obj := range b.objs {
+			if q.matches(obj) && !yield(obj) {
+				return
 			}
 		}
 	}
 }
 
-// labelCandidatesLocked looks at every equality or set-membership
-// requirement on a label that has a label index, and returns the key sets
-// selected by the one that selects the fewest keys, with that number.
-func (x *Indexer[T]) labelCandidatesLocked(selector labels.Selector) ([]keySet, int, bool) {
+// matches checks what the candidate sets did not prove. It runs without
+// the lock: a custom selector is user code.
+func (q *query) matches(obj metav1.Object) bool {
+	if q.scoped && obj.GetNamespace() != q.ns {
+		return false
+	}
+	if q.all || q.exact {
+		return true
+	}
+	ls := labels.Set(obj.GetLabels())
+	if q.whole != nil {
+		return q.whole.Matches(ls)
+	}
+	for i := range q.residual {
+		if !q.residual[i].Matches(ls) {
+			return false
+		}
+	}
+	return true
+}
+
+// candidates copies into b, under the read lock, the objects that may
+// match: those of the smallest key set an index offers for the selector
+// (the namespace index, or a label index for one equality or set
+// requirement), else every object.
+func (c *core[T]) candidates(b *buffer[T], ns string, scoped bool, selector labels.Selector) *query {
+	q := &query{ns: ns, scoped: scoped, all: selector.Empty()}
 	reqs, selectable := selector.Requirements()
-	if !selectable {
+	if !q.all && !selectable {
+		// labels.Nothing(), or a custom selector that does not list its
+		// requirements: match it whole.
+		q.whole = selector
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var sets []keySet
+	n, pick := -1, -1
+	if scoped {
+		sets, n = []keySet{c.byNS[ns]}, len(c.byNS[ns])
+	}
+	if !q.all && selectable {
+		for i, r := range reqs {
+			rs, rn, ok := c.labelSetsLocked(r)
+			if ok && (n < 0 || rn < n) {
+				sets, n, pick = rs, rn, i
+			}
+		}
+	}
+	if pick >= 0 {
+		q.residual = append(reqs[:pick:pick], reqs[pick+1:]...)
+		q.exact = len(q.residual) == 0
+	} else if !q.all {
+		q.residual = reqs
+	}
+	if n < 0 {
+		for _, obj := range c.items {
+			b.objs = append(b.objs, obj)
+		}
+	} else {
+		for _, set := range sets {
+			for k := range set {
+				b.objs = append(b.objs, c.items[k])
+			}
+		}
+	}
+	return q
+}
+
+// labelSetsLocked returns the key sets of a label index that answer r
+// exactly: an Equals or In requirement on an indexed label.
+func (c *core[T]) labelSetsLocked(r labels.Requirement) ([]keySet, int, bool) {
+	switch r.Operator() {
+	case selection.Equals, selection.DoubleEquals, selection.In:
+	default:
 		return nil, 0, false
 	}
-	var best []keySet
-	bestN := -1
-	for _, r := range reqs {
-		switch r.Operator() {
-		case selection.Equals, selection.DoubleEquals, selection.In:
-		default:
-			continue
-		}
-		ix, ok := x.indices[LabelIndexName(r.Key())]
-		if !ok {
-			continue
-		}
-		// Values is a set: a value repeated in the requirement must not
-		// yield its objects twice.
-		vals := r.Values()
-		sets := make([]keySet, 0, len(vals))
-		n := 0
-		for v := range vals {
-			sets = append(sets, ix[v])
-			n += len(ix[v])
-		}
-		if bestN < 0 || n < bestN {
-			best, bestN = sets, n
+	i := -1
+	for j, lk := range c.labelKeys {
+		if lk == r.Key() {
+			i = j
+			break
 		}
 	}
-	return best, bestN, bestN >= 0
+	if i < 0 {
+		return nil, 0, false
+	}
+	vals := r.Values() // a set: a repeated value does not count twice
+	sets := make([]keySet, 0, len(vals))
+	n := 0
+	for v := range vals {
+		sets = append(sets, c.labels[i][v])
+		n += len(c.labels[i][v])
+	}
+	return sets, n, true
 }

@@ -1,10 +1,11 @@
 package cache_test
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -28,17 +29,33 @@ func listerPods() []*corev1.Pod {
 	}
 }
 
+// listerVariants are the same pods in stores with and without label
+// indexes: every Lister query must answer alike in all of them.
+func listerVariants(t *testing.T, pods []*corev1.Pod) map[string]*podLister {
+	t.Helper()
+	out := map[string]*podLister{}
+	for name, keys := range map[string][]string{
+		"no label index":       nil,
+		"app label index":      {"app"},
+		"app and tier indexes": {"app", "tier"},
+		"unused label index":   {"zone"},
+	} {
+		w := mustWriter(t, podOptions{LabelIndexes: keys, Resource: podsResource})
+		if _, err := w.Replace(entries(pods...)); err != nil {
+			t.Fatal(err)
+		}
+		out[name] = w.Store().Lister()
+	}
+	return out
+}
+
 func TestListerList(t *testing.T) {
-	x := mustIndexer(t, cache.IndexerOptions[*corev1.Pod]{})
-	mustAdd(t, x, listerPods()...)
-	l := cache.NewLister(x, podsResource)
 	tests := []struct {
 		name     string
 		selector labels.Selector
 		want     []string
 	}{
 		{"everything", labels.Everything(), []string{"a/db-0@1", "a/web-0@1", "a/web-1@1", "b/plain@1", "b/web-0@1", "node@1", "other@1"}},
-		{"nil selector", nil, []string{}},
 		{"nothing", labels.Nothing(), []string{}},
 		{"equality", mustSelector(t, "app=web"), []string{"a/web-0@1", "a/web-1@1", "b/web-0@1", "node@1"}},
 		{"double equality", mustSelector(t, "app==db"), []string{"a/db-0@1"}},
@@ -49,28 +66,28 @@ func TestListerList(t *testing.T) {
 		{"exists", mustSelector(t, "tier"), []string{"a/db-0@1", "a/web-0@1", "a/web-1@1", "other@1"}},
 		{"does not exist", mustSelector(t, "!app"), []string{"b/plain@1", "other@1"}},
 		{"conjunction", mustSelector(t, "app=web,tier!=db"), []string{"a/web-0@1", "b/web-0@1", "node@1"}},
+		{"two indexed equalities", mustSelector(t, "app=web,tier=db"), []string{"a/web-1@1"}},
 		{"no match", mustSelector(t, "app=none"), []string{}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := l.List(tt.selector)
-			if err != nil {
-				t.Fatalf("List(): %v", err)
-			}
-			if diff := cmp.Diff(tt.want, ids(got)); diff != "" {
-				t.Errorf("List(%v) (-want +got):\n%s", tt.selector, diff)
-			}
-			if diff := cmp.Diff(tt.want, ids(collect(l.Seq(tt.selector)))); diff != "" {
-				t.Errorf("Seq(%v) (-want +got):\n%s", tt.selector, diff)
-			}
-		})
+	for vname, l := range listerVariants(t, listerPods()) {
+		for _, tt := range tests {
+			t.Run(vname+"/"+tt.name, func(t *testing.T) {
+				got, err := l.List(tt.selector)
+				if err != nil {
+					t.Fatalf("List(): %v", err)
+				}
+				if diff := cmp.Diff(tt.want, ids(got)); diff != "" {
+					t.Errorf("List(%v) (-want +got):\n%s", tt.selector, diff)
+				}
+				if diff := cmp.Diff(tt.want, ids(collect(l.ListSeq(tt.selector)))); diff != "" {
+					t.Errorf("ListSeq(%v) (-want +got):\n%s", tt.selector, diff)
+				}
+			})
+		}
 	}
 }
 
 func TestNamespaceListerList(t *testing.T) {
-	x := mustIndexer(t, cache.IndexerOptions[*corev1.Pod]{})
-	mustAdd(t, x, listerPods()...)
-	l := cache.NewLister(x, podsResource)
 	tests := []struct {
 		ns       string
 		selector labels.Selector
@@ -78,49 +95,86 @@ func TestNamespaceListerList(t *testing.T) {
 	}{
 		{"a", labels.Everything(), []string{"a/db-0@1", "a/web-0@1", "a/web-1@1"}},
 		{"a", mustSelector(t, "app=web"), []string{"a/web-0@1", "a/web-1@1"}},
+		{"a", mustSelector(t, "app in (web,db),tier=db"), []string{"a/db-0@1", "a/web-1@1"}},
 		{"a", mustSelector(t, "app=web,tier!=db"), []string{"a/web-0@1"}},
-		{"a", nil, []string{}},
+		{"a", labels.Nothing(), []string{}},
 		{"b", mustSelector(t, "!app"), []string{"b/plain@1"}},
+		{"b", mustSelector(t, "app=web"), []string{"b/web-0@1"}},
+		// With an app index, the one app=db pod is the candidate set, not
+		// the namespace: it must still be checked for the namespace.
+		{"b", mustSelector(t, "app=db"), []string{}},
+		{"a", mustSelector(t, "app=db"), []string{"a/db-0@1"}},
+		{"", mustSelector(t, "app in (db)"), []string{}},
 		{"", labels.Everything(), []string{"node@1", "other@1"}},
 		{"", mustSelector(t, "app"), []string{"node@1"}},
+		{"", mustSelector(t, "app=web"), []string{"node@1"}},
 		{"missing", labels.Everything(), []string{}},
+		{"missing", mustSelector(t, "app=web"), []string{}},
 	}
-	for _, tt := range tests {
-		t.Run(fmt.Sprintf("%q/%v", tt.ns, tt.selector), func(t *testing.T) {
-			got, err := l.Namespace(tt.ns).List(tt.selector)
-			if err != nil {
-				t.Fatalf("List(): %v", err)
-			}
-			if diff := cmp.Diff(tt.want, ids(got)); diff != "" {
-				t.Errorf("Namespace(%q).List(%v) (-want +got):\n%s", tt.ns, tt.selector, diff)
-			}
-			if diff := cmp.Diff(tt.want, ids(collect(l.Namespace(tt.ns).Seq(tt.selector)))); diff != "" {
-				t.Errorf("Namespace(%q).Seq(%v) (-want +got):\n%s", tt.ns, tt.selector, diff)
-			}
-		})
+	for vname, l := range listerVariants(t, listerPods()) {
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s/%q/%v", vname, tt.ns, tt.selector), func(t *testing.T) {
+				got, err := l.Namespace(tt.ns).List(tt.selector)
+				if err != nil {
+					t.Fatalf("List(): %v", err)
+				}
+				if diff := cmp.Diff(tt.want, ids(got)); diff != "" {
+					t.Errorf("Namespace(%q).List(%v) (-want +got):\n%s", tt.ns, tt.selector, diff)
+				}
+				if diff := cmp.Diff(tt.want, ids(collect(l.Namespace(tt.ns).ListSeq(tt.selector)))); diff != "" {
+					t.Errorf("Namespace(%q).ListSeq(%v) (-want +got):\n%s", tt.ns, tt.selector, diff)
+				}
+			})
+		}
+	}
+}
+
+func TestListerNilSelector(t *testing.T) {
+	w := mustWriter(t, podOptions{LabelIndexes: []string{"app"}})
+	mustPut(t, w, listerPods()...)
+	l := w.Store().Lister()
+	if got, err := l.List(nil); !errors.Is(err, cache.ErrNilSelector) || got != nil {
+		t.Errorf("List(nil) = %v, %v; want nil, ErrNilSelector", ids(got), err)
+	}
+	if got, err := l.Namespace("a").List(nil); !errors.Is(err, cache.ErrNilSelector) || got != nil {
+		t.Errorf("Namespace(a).List(nil) = %v, %v; want nil, ErrNilSelector", ids(got), err)
+	}
+	if got := collect(l.ListSeq(nil)); len(got) != 0 {
+		t.Errorf("ListSeq(nil) = %v, want nothing", ids(got))
+	}
+	if got := collect(l.Namespace("a").ListSeq(nil)); len(got) != 0 {
+		t.Errorf("Namespace(a).ListSeq(nil) = %v, want nothing", ids(got))
 	}
 }
 
 func TestListerGet(t *testing.T) {
-	x := mustIndexer(t, cache.IndexerOptions[*corev1.Pod]{})
-	mustAdd(t, x, listerPods()...)
+	deployments := schema.GroupResource{Group: "apps", Resource: "deployments"}
+	get := func(ns, name string) func(l *podLister) (*corev1.Pod, error) {
+		if ns == "-" {
+			return func(l *podLister) (*corev1.Pod, error) { return l.Get(name) }
+		}
+		return func(l *podLister) (*corev1.Pod, error) { return l.Namespace(ns).Get(name) }
+	}
 	tests := []struct {
 		name     string
 		resource schema.GroupResource
-		get      func(l *cache.Lister[*corev1.Pod]) (*corev1.Pod, error)
+		get      func(l *podLister) (*corev1.Pod, error)
 		want     string // id, or "" for NotFound
 		wantMsg  string
 	}{
-		{"cluster-scoped", podsResource, func(l *cache.Lister[*corev1.Pod]) (*corev1.Pod, error) { return l.Get("node") }, "node@1", ""},
-		{"cluster-scoped does not see namespaced", podsResource, func(l *cache.Lister[*corev1.Pod]) (*corev1.Pod, error) { return l.Get("plain") }, "", `pods "plain" not found`},
-		{"namespaced", podsResource, func(l *cache.Lister[*corev1.Pod]) (*corev1.Pod, error) { return l.Namespace("b").Get("web-0") }, "b/web-0@1", ""},
-		{"namespaced missing", podsResource, func(l *cache.Lister[*corev1.Pod]) (*corev1.Pod, error) { return l.Namespace("b").Get("x") }, "", `pods "x" not found`},
-		{"wrong namespace", podsResource, func(l *cache.Lister[*corev1.Pod]) (*corev1.Pod, error) { return l.Namespace("b").Get("db-0") }, "", `pods "db-0" not found`},
-		{"missing with group", schema.GroupResource{Group: "apps", Resource: "deployments"}, func(l *cache.Lister[*corev1.Pod]) (*corev1.Pod, error) { return l.Get("x") }, "", `deployments.apps "x" not found`},
+		{"cluster-scoped", podsResource, get("-", "node"), "node@1", ""},
+		{"cluster-scoped does not see namespaced", podsResource, get("-", "plain"), "", `pods "plain" not found`},
+		{"namespaced", podsResource, get("b", "web-0"), "b/web-0@1", ""},
+		{"namespaced missing", podsResource, get("b", "x"), "", `pods "x" not found`},
+		{"wrong namespace", podsResource, get("b", "db-0"), "", `pods "db-0" not found`},
+		{"missing with group", deployments, get("-", "x"), "", `deployments.apps "x" not found`},
+		{"default resource", schema.GroupResource{}, get("a", "x"), "", `objects "x" not found`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := tt.get(cache.NewLister(x, tt.resource))
+			w := mustWriter(t, podOptions{Resource: tt.resource})
+			mustPut(t, w, listerPods()...)
+			got, err := tt.get(w.Store().Lister())
 			if tt.want == "" {
 				if !apierrors.IsNotFound(err) {
 					t.Fatalf("error = %v, want NotFound", err)
@@ -143,21 +197,109 @@ func TestListerGet(t *testing.T) {
 	}
 }
 
-func TestListerByIndex(t *testing.T) {
-	x := mustIndexer(t, cache.IndexerOptions[*corev1.Pod]{Indexers: testIndexers()})
-	mustAdd(t, x, indexedPods()...)
-	l := cache.NewLister(x, podsResource)
-	for name, vals := range wantIndexed {
-		for v, want := range vals {
-			got, err := l.ByIndex(name, v)
-			if err != nil {
-				t.Fatalf("ByIndex(%q, %q): %v", name, v, err)
-			}
-			if diff := cmp.Diff(want, ids(got)); diff != "" {
-				t.Errorf("ByIndex(%q, %q) (-want +got):\n%s", name, v, diff)
-			}
-		}
+// TestListerScope checks Get in the wrong scope: an error wrapping
+// ErrWrongScope, not NotFound, whether the scope is declared or inferred
+// from the stored objects; NotFound when the scope is right or unknown.
+func TestListerScope(t *testing.T) {
+	namespaced := []*corev1.Pod{newPod("a", "p", "1"), newPod("b", "q", "1")}
+	cluster := []*corev1.Pod{newPod("", "n1", "1"), newPod("", "n2", "1")}
+	mixed := []*corev1.Pod{newPod("a", "p", "1"), newPod("", "n1", "1")}
+	const (
+		found = "found"
+		nf    = "NotFound"
+		wrong = "wrong scope"
+	)
+	tests := []struct {
+		name    string
+		scope   cache.Scope
+		pods    []*corev1.Pod
+		wantGet string // l.Get("x")
+		wantNS  string // l.Namespace("a").Get("x")
+	}{
+		{"declared namespaced", cache.ScopeNamespaced, namespaced, wrong, nf},
+		{"declared namespaced, empty", cache.ScopeNamespaced, nil, wrong, nf},
+		{"declared cluster", cache.ScopeCluster, cluster, nf, wrong},
+		{"declared cluster, empty", cache.ScopeCluster, nil, nf, wrong},
+		{"declared beats inferred", cache.ScopeCluster, namespaced, nf, wrong},
+		{"inferred namespaced", cache.ScopeUnknown, namespaced, wrong, nf},
+		{"inferred cluster", cache.ScopeUnknown, cluster, nf, wrong},
+		{"unknown: mixed", cache.ScopeUnknown, mixed, nf, nf},
+		{"unknown: empty", cache.ScopeUnknown, nil, nf, nf},
 	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := mustWriter(t, podOptions{Scope: tt.scope, Resource: podsResource})
+			mustPut(t, w, tt.pods...)
+			l := w.Store().Lister()
+			check := func(what, want string, got *corev1.Pod, err error) {
+				t.Helper()
+				outcome := found
+				switch {
+				case errors.Is(err, cache.ErrWrongScope):
+					outcome = wrong
+					if apierrors.IsNotFound(err) {
+						t.Errorf("%s: wrong-scope error is also NotFound: %v", what, err)
+					}
+					for _, s := range []string{"pods", tt.scope.String(), `"x"`} {
+						if tt.scope != cache.ScopeUnknown && !strings.Contains(err.Error(), s) {
+							t.Errorf("%s: error %q does not mention %s", what, err, s)
+						}
+					}
+				case apierrors.IsNotFound(err):
+					outcome = nf
+				case err != nil:
+					t.Fatalf("%s: unexpected error %v", what, err)
+				}
+				if outcome != found && got != nil {
+					t.Errorf("%s returned %s with its error", what, id(got))
+				}
+				if diff := cmp.Diff(want, outcome); diff != "" {
+					t.Errorf("%s (-want +got):\n%s (error %v)", what, diff, err)
+				}
+			}
+			got, err := l.Get("x")
+			check(`Get("x")`, tt.wantGet, got, err)
+			got, err = l.Namespace("a").Get("x")
+			check(`Namespace("a").Get("x")`, tt.wantNS, got, err)
+			// Stored objects are found in their scope.
+			for _, p := range tt.pods {
+				var got *corev1.Pod
+				var err error
+				if p.Namespace == "" {
+					got, err = l.Get(p.Name)
+				} else {
+					got, err = l.Namespace(p.Namespace).Get(p.Name)
+				}
+				if err != nil || got != p {
+					t.Errorf("get %s = %s, %v", id(p), id(got), err)
+				}
+			}
+		})
+	}
+	t.Run("inferred scope follows the content", func(t *testing.T) {
+		w := mustWriter(t, podOptions{})
+		l := w.Store().Lister()
+		if _, err := l.Get("x"); !apierrors.IsNotFound(err) {
+			t.Errorf("empty: Get = %v, want NotFound", err)
+		}
+		mustPut(t, w, namespaced...)
+		if _, err := l.Get("x"); !errors.Is(err, cache.ErrWrongScope) {
+			t.Errorf("namespaced content: Get = %v, want ErrWrongScope", err)
+		}
+		if _, err := w.Replace(entries(cluster...)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Namespace("a").Get("x"); !errors.Is(err, cache.ErrWrongScope) {
+			t.Errorf("cluster content: Namespace(a).Get = %v, want ErrWrongScope", err)
+		}
+		if _, err := l.Get("x"); !apierrors.IsNotFound(err) {
+			t.Errorf("cluster content: Get = %v, want NotFound", err)
+		}
+		mustApply(t, w, delPod(cluster[0]), delPod(cluster[1]))
+		if _, err := l.Namespace("a").Get("x"); !apierrors.IsNotFound(err) {
+			t.Errorf("emptied: Namespace(a).Get = %v, want NotFound", err)
+		}
+	})
 }
 
 // manyPods returns n pods over nsCount namespaces with varied labels,
@@ -184,7 +326,7 @@ func manyPods(n, nsCount int) []*corev1.Pod {
 	return out
 }
 
-var accelSelectors = []string{
+var labelIndexSelectors = []string{
 	"",
 	"app=web",
 	"app==db",
@@ -203,34 +345,40 @@ var accelSelectors = []string{
 	"app=nonexistent",
 	"app in (web),app in (db)",
 	"app in (web,db),app notin (db)",
+	"app in (web,db),n in (1,2)",
 	"n>2",
 	"n<1,app=web",
 	"tier=db",
+	"tier=db,n=3,app in (web,a)",
+	"app=rare",
+	"app in (rare,nope)",
+	"app=rare,tier=db",
+	"app in (rare),n!=1",
+	"tier=db,app=rare",
+	"app in (rare,web),tier notin (db)",
 }
 
-// TestLabelIndexAcceleration checks that a Lister answers alike with and
-// without label indexes, with and without the namespace index.
-func TestLabelIndexAcceleration(t *testing.T) {
-	pods := manyPods(600, 7)
-	plain := mustIndexer(t, cache.IndexerOptions[*corev1.Pod]{NoNamespaceIndex: true})
-	variants := map[string]*podIndexer{
-		"app index": mustIndexer(t, cache.IndexerOptions[*corev1.Pod]{Indexers: cache.Indexers[*corev1.Pod]{
-			cache.LabelIndexName("app"): cache.IndexByLabel[*corev1.Pod]("app"),
-		}}),
-		"app and tier indexes": mustIndexer(t, cache.IndexerOptions[*corev1.Pod]{Indexers: cache.Indexers[*corev1.Pod]{
-			cache.LabelIndexName("app"):  cache.IndexByLabel[*corev1.Pod]("app"),
-			cache.LabelIndexName("tier"): cache.IndexByLabel[*corev1.Pod]("tier"),
-		}}),
-		"app index, no namespace index": mustIndexer(t, cache.IndexerOptions[*corev1.Pod]{NoNamespaceIndex: true, Indexers: cache.Indexers[*corev1.Pod]{
-			cache.LabelIndexName("app"): cache.IndexByLabel[*corev1.Pod]("app"),
-		}}),
-		"namespace index only": mustIndexer(t, cache.IndexerOptions[*corev1.Pod]{}),
+// TestLabelIndexAnswers checks that a Lister answers from its label
+// indexes what brute force over the pods answers, for equality, set and
+// mixed selectors, in every namespace and in one.
+func TestLabelIndexAnswers(t *testing.T) {
+	// A few pods have app=rare: a label set smaller than any namespace.
+	gen := func() []*corev1.Pod {
+		pods := manyPods(600, 7)
+		for i := 0; i < len(pods); i += 97 {
+			pods[i].Labels["app"] = "rare"
+		}
+		return pods
 	}
-	mustAdd(t, plain, pods...)
-	for _, x := range variants {
-		mustAdd(t, x, pods...)
+	pods := gen()
+	variants := map[string][]string{
+		"app":         {"app"},
+		"app, tier":   {"app", "tier"},
+		"tier, n":     {"tier", "n"},
+		"all":         {"n", "tier", "app"},
+		"none":        nil,
+		"unused (zz)": {"zz"},
 	}
-	// Brute force over the pods themselves, independent of any Lister.
 	brute := func(ns string, scoped bool, sel labels.Selector) []string {
 		var out []*corev1.Pod
 		for _, p := range pods {
@@ -240,10 +388,9 @@ func TestLabelIndexAcceleration(t *testing.T) {
 		}
 		return ids(out)
 	}
-	ref := cache.NewLister(plain, podsResource)
 	nss := []string{"", "ns-1", "ns-3", "missing"}
 	selectors := map[string]labels.Selector{}
-	for _, s := range accelSelectors {
+	for _, s := range labelIndexSelectors {
 		selectors[s] = mustSelector(t, s)
 	}
 	// A requirement built directly keeps repeated values, which the parser
@@ -253,18 +400,30 @@ func TestLabelIndexAcceleration(t *testing.T) {
 		t.Fatal(err)
 	}
 	selectors["NewRequirement(app in (web,db,web))"] = labels.NewSelector().Add(*req)
-	for s, sel := range selectors {
-		want := brute("", false, sel)
-		got, err := ref.List(sel)
-		if err != nil {
+	selectors["SelectorFromSet(app=web,tier=db)"] = labels.SelectorFromSet(labels.Set{"app": "web", "tier": "db"})
+	selectors["SelectorFromValidatedSet(app=db)"] = labels.SelectorFromValidatedSet(labels.Set{"app": "db"})
+	for vname, keys := range variants {
+		w := mustWriter(t, podOptions{LabelIndexes: keys})
+		if _, err := w.Replace(entries(pods...)); err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(want, ids(got)); diff != "" {
-			t.Fatalf("reference List(%q) disagrees with brute force (-want +got):\n%s", s, diff)
+		// Half the pods again with labels moved, so that the indexes have
+		// seen updates.
+		var changes []podChange
+		for i, p := range pods {
+			if i%2 == 0 {
+				continue
+			}
+			cp := p.DeepCopy()
+			cp.Labels["app"], cp.Labels["n"] = cp.Labels["n"], cp.Labels["app"]
+			changes = append(changes, put(cp))
+			pods[i] = cp
 		}
-		for vname, x := range variants {
-			l := cache.NewLister(x, podsResource)
+		mustApply(t, w, changes...)
+		l := w.Store().Lister()
+		for s, sel := range selectors {
 			t.Run(vname+"/"+s, func(t *testing.T) {
+				want := brute("", false, sel)
 				got, err := l.List(sel)
 				if err != nil {
 					t.Fatal(err)
@@ -272,8 +431,8 @@ func TestLabelIndexAcceleration(t *testing.T) {
 				if diff := cmp.Diff(want, ids(got)); diff != "" {
 					t.Errorf("List(%q) (-want +got):\n%s", s, diff)
 				}
-				if diff := cmp.Diff(want, ids(collect(l.Seq(sel)))); diff != "" {
-					t.Errorf("Seq(%q) (-want +got):\n%s", s, diff)
+				if diff := cmp.Diff(want, ids(collect(l.ListSeq(sel)))); diff != "" {
+					t.Errorf("ListSeq(%q) (-want +got):\n%s", s, diff)
 				}
 				for _, ns := range nss {
 					want := brute(ns, true, sel)
@@ -284,157 +443,13 @@ func TestLabelIndexAcceleration(t *testing.T) {
 					if diff := cmp.Diff(want, ids(got)); diff != "" {
 						t.Errorf("Namespace(%q).List(%q) (-want +got):\n%s", ns, s, diff)
 					}
-					if diff := cmp.Diff(want, ids(collect(l.Namespace(ns).Seq(sel)))); diff != "" {
-						t.Errorf("Namespace(%q).Seq(%q) (-want +got):\n%s", ns, s, diff)
+					if diff := cmp.Diff(want, ids(collect(l.Namespace(ns).ListSeq(sel)))); diff != "" {
+						t.Errorf("Namespace(%q).ListSeq(%q) (-want +got):\n%s", ns, s, diff)
 					}
 				}
 			})
 		}
-	}
-}
-
-// withDeadlockGuard runs f and fails the test if it has not returned within
-// a generous bound.
-func withDeadlockGuard(t *testing.T, f func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("deadlock: did not finish within 10s")
-	}
-}
-
-// TestIteratorBodyMayWrite runs every iterator with a loop body that writes
-// to the same Indexer.
-func TestIteratorBodyMayWrite(t *testing.T) {
-	sel := mustSelector(t, "app=web")
-	iterators := map[string]func(x *podIndexer, l *cache.Lister[*corev1.Pod]) func(func(*corev1.Pod) bool){
-		"Values": func(x *podIndexer, _ *cache.Lister[*corev1.Pod]) func(func(*corev1.Pod) bool) { return x.Values() },
-		"ByIndexValues": func(x *podIndexer, _ *cache.Lister[*corev1.Pod]) func(func(*corev1.Pod) bool) {
-			return x.ByIndexValues(appIndex, "web")
-		},
-		"Lister.Seq": func(_ *podIndexer, l *cache.Lister[*corev1.Pod]) func(func(*corev1.Pod) bool) { return l.Seq(sel) },
-		"Lister.Seq(all)": func(_ *podIndexer, l *cache.Lister[*corev1.Pod]) func(func(*corev1.Pod) bool) {
-			return l.Seq(labels.Everything())
-		},
-		"Namespace.Seq": func(_ *podIndexer, l *cache.Lister[*corev1.Pod]) func(func(*corev1.Pod) bool) {
-			return l.Namespace("a").Seq(sel)
-		},
-		"All": func(x *podIndexer, _ *cache.Lister[*corev1.Pod]) func(func(*corev1.Pod) bool) {
-			return func(yield func(*corev1.Pod) bool) {
-				for _, p := range x.All() {
-					if !yield(p) {
-						return
-					}
-				}
-			}
-		},
-		"Keys": func(x *podIndexer, _ *cache.Lister[*corev1.Pod]) func(func(*corev1.Pod) bool) {
-			return func(yield func(*corev1.Pod) bool) {
-				for k := range x.Keys() {
-					p, _, _ := x.GetByKey(k)
-					if !yield(p) {
-						return
-					}
-				}
-			}
-		},
-	}
-	writes := map[string]func(t *testing.T, x *podIndexer, p *corev1.Pod, i int){
-		"Add/Update/Delete": func(t *testing.T, x *podIndexer, p *corev1.Pod, i int) {
-			if p == nil {
-				return
-			}
-			if err := x.Update(newPod(p.Namespace, p.Name, "2", "app", "web")); err != nil {
-				t.Error(err)
-			}
-			if err := x.Add(newPod("a", fmt.Sprintf("new-%d", i), "1", "app", "web")); err != nil {
-				t.Error(err)
-			}
-			if err := x.Delete(p); err != nil {
-				t.Error(err)
-			}
-		},
-		"Replace": func(t *testing.T, x *podIndexer, _ *corev1.Pod, i int) {
-			if err := x.Replace(listerPods(), strconv.Itoa(i)); err != nil {
-				t.Error(err)
-			}
-		},
-		"AddIndexers": func(t *testing.T, x *podIndexer, _ *corev1.Pod, i int) {
-			if err := x.AddIndexers(cache.Indexers[*corev1.Pod]{fmt.Sprintf("idx-%d", i): byTags}); err != nil {
-				t.Error(err)
-			}
-		},
-		"nested reads": func(t *testing.T, x *podIndexer, _ *corev1.Pod, _ int) {
-			_ = x.List()
-			_, _ = x.ByIndex(appIndex, "web")
-			_ = collect(x.Values())
-			_, _ = cache.NewLister(x, podsResource).List(labels.Everything())
-		},
-	}
-	for iname, it := range iterators {
-		for wname, write := range writes {
-			t.Run(iname+"/"+wname, func(t *testing.T) {
-				x := mustIndexer(t, cache.IndexerOptions[*corev1.Pod]{Indexers: cache.Indexers[*corev1.Pod]{appIndex: cache.IndexByLabel[*corev1.Pod]("app")}})
-				mustAdd(t, x, listerPods()...)
-				l := cache.NewLister(x, podsResource)
-				n := 0
-				withDeadlockGuard(t, func() {
-					for p := range it(x, l) {
-						write(t, x, p, n)
-						n++
-					}
-				})
-				if n == 0 {
-					t.Errorf("iterator yielded nothing")
-				}
-			})
-		}
-	}
-}
-
-// panicSelector is a custom selector whose Matches panics.
-type panicSelector struct{ labels.Selector }
-
-func (panicSelector) Matches(labels.Labels) bool                { panic("selector panic") }
-func (panicSelector) Empty() bool                               { return false }
-func (panicSelector) Requirements() (labels.Requirements, bool) { return nil, false }
-func (panicSelector) String() string                            { return "panic" }
-
-// TestPanickingSelectorReleasesLock checks that a selector that panics
-// inside a query leaves the Indexer usable: the read lock is released as
-// the panic unwinds.
-func TestPanickingSelectorReleasesLock(t *testing.T) {
-	queries := map[string]func(l *cache.Lister[*corev1.Pod]){
-		"List":           func(l *cache.Lister[*corev1.Pod]) { _, _ = l.List(panicSelector{}) },
-		"Seq":            func(l *cache.Lister[*corev1.Pod]) { collect(l.Seq(panicSelector{})) },
-		"Namespace.List": func(l *cache.Lister[*corev1.Pod]) { _, _ = l.Namespace("a").List(panicSelector{}) },
-		"Namespace.Seq":  func(l *cache.Lister[*corev1.Pod]) { collect(l.Namespace("a").Seq(panicSelector{})) },
-	}
-	for name, query := range queries {
-		t.Run(name, func(t *testing.T) {
-			x := mustIndexer(t, cache.IndexerOptions[*corev1.Pod]{})
-			mustAdd(t, x, listerPods()...)
-			l := cache.NewLister(x, podsResource)
-			func() {
-				defer func() {
-					if recover() == nil {
-						t.Errorf("query did not panic")
-					}
-				}()
-				query(l)
-			}()
-			withDeadlockGuard(t, func() {
-				mustAdd(t, x, newPod("a", "after", "1"))
-			})
-			if _, ok, _ := x.GetByKey(cache.Key{Namespace: "a", Name: "after"}); !ok {
-				t.Errorf("Add after the panic did not store the object")
-			}
-		})
+		// The next variant starts from the original pods.
+		pods = gen()
 	}
 }

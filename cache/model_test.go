@@ -10,25 +10,22 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/typedinformer/informer/cache"
 )
 
-// This file checks the Indexer and Lister against a trivially correct model:
-// a map from key to object, with every index and every Lister query answered
-// by brute force. Scripts of random operations run against both, and all
-// observable state is compared after every operation.
+// This file and model_check_test.go check the cache against a trivially
+// correct model: a map from key to object, with every index and every
+// Lister query answered by brute force. Scripts of random operations run
+// against both, and all observable state is compared after every
+// operation.
 
 // labelValues returns the values of the app and tier labels the pod has; a
 // pod with app=db and tier=db gets a repeated value.
 func labelValues(p *corev1.Pod) ([]string, error) {
-	if p == nil {
-		return nil, cache.ErrNilObject
-	}
 	var out []string
 	for _, k := range []string{"app", "tier"} {
 		if v, ok := p.Labels[k]; ok {
@@ -38,13 +35,23 @@ func labelValues(p *corev1.Pod) ([]string, error) {
 	return out, nil
 }
 
-// candidateIndexers are the index functions scripts register.
+// panicky panics for pods annotated panic=true.
+func panicky(p *corev1.Pod) ([]string, error) {
+	if p.Annotations["panic"] == "true" {
+		panic("index bug")
+	}
+	return []string{p.Namespace + "." + p.Name}, nil
+}
+
+// candidateIndexers are the index functions scripts register. The one
+// named like the namespace index is always refused.
 var candidateIndexers = map[string]cache.IndexFunc[*corev1.Pod]{
-	cache.LabelIndexName("app"):  cache.IndexByLabel[*corev1.Pod]("app"),
-	cache.LabelIndexName("tier"): cache.IndexByLabel[*corev1.Pod]("tier"),
-	"tags":                       byTags, // multi-valued, fails for fail=true
-	"labelvals":                  labelValues,
-	cache.NamespaceIndex:         cache.IndexByNamespace[*corev1.Pod],
+	"app":                byLabel("app"),
+	"tier":               byLabel("tier"),
+	"tags":               byTags, // multi-valued, fails for fail=true
+	"labelvals":          labelValues,
+	"panicky":            panicky,
+	cache.NamespaceIndex: byLabel("ns"),
 }
 
 var candidateNames = slices.Sorted(maps.Keys(candidateIndexers))
@@ -52,6 +59,7 @@ var candidateNames = slices.Sorted(maps.Keys(candidateIndexers))
 var (
 	modelNamespaces = []string{"", "a", "b"}
 	modelNames      = []string{"p0", "p1", "p2", "p3", "p4", "p5"}
+	modelLabelKeys  = []string{"app", "tier"}
 	// Values queried in every index besides those the model holds.
 	extraValues = []string{"zzz"}
 	// Selectors for Lister queries; the first nsListerSelectors are also
@@ -60,154 +68,212 @@ var (
 		"",
 		"app=web",
 		"app in (web,db)",
+		"tier=front,app in (web,a)",
 		"app notin (web)",
 		"!app",
 		"app=web,tier!=db",
 		"tier=front,app=",
+		"tier in (db,front),app=db",
 	}
-	nsListerSelectors = 4
+	nsListerSelectors = 5
 )
 
 // model is the reference implementation.
 type model struct {
-	nsIndex bool
-	items   map[cache.Key]*corev1.Pod
-	funcs   map[string]cache.IndexFunc[*corev1.Pod]
+	items     map[cache.Key]*corev1.Pod
+	funcs     map[string]cache.IndexFunc[*corev1.Pod]
+	labelKeys []string
+	scope     cache.Scope
+	resource  schema.GroupResource
+	rev       uint64
 }
 
-func newModel(nsIndex bool) *model {
-	return &model{nsIndex: nsIndex, items: map[cache.Key]*corev1.Pod{}, funcs: map[string]cache.IndexFunc[*corev1.Pod]{}}
+func newModel() *model {
+	return &model{
+		items:    map[cache.Key]*corev1.Pod{},
+		funcs:    map[string]cache.IndexFunc[*corev1.Pod]{},
+		resource: schema.GroupResource{Resource: "objects"},
+	}
 }
 
-func modelKey(p *corev1.Pod) (cache.Key, error) {
-	if p == nil {
-		return cache.Key{}, cache.ErrNilObject
-	}
-	if p.Name == "" {
-		return cache.Key{}, cache.ErrNoName
-	}
-	return cache.Key{Namespace: p.Namespace, Name: p.Name}, nil
+// callIndex runs an index function; a panic is an error.
+func callIndex(f cache.IndexFunc[*corev1.Pod], p *corev1.Pod) (vals []string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			vals, err = nil, cache.ErrIndexPanic
+		}
+	}()
+	return f(p)
 }
 
-// indexNames are the names GetIndexers should report.
-func (m *model) indexNames() []string {
-	names := slices.Collect(maps.Keys(m.funcs))
-	if m.nsIndex {
-		names = append(names, cache.NamespaceIndex)
+// failure returns the sentinel the cache's error must wrap if one of funcs
+// fails on p, or nil.
+func failure(funcs map[string]cache.IndexFunc[*corev1.Pod], p *corev1.Pod) error {
+	for _, name := range slices.Sorted(maps.Keys(funcs)) {
+		if _, err := callIndex(funcs[name], p); err != nil {
+			switch {
+			case errors.Is(err, errBoom):
+				return errBoom
+			case errors.Is(err, cache.ErrIndexPanic):
+				return cache.ErrIndexPanic
+			}
+			return err
+		}
 	}
-	slices.Sort(names)
-	return names
+	return nil
+}
+
+// keyErr is the error for an object that cannot be keyed, or nil.
+func keyErr(p *corev1.Pod) error {
+	switch {
+	case p == nil:
+		return cache.ErrNilObject
+	case p.Name == "":
+		return cache.ErrNoName
+	}
+	return nil
+}
+
+func (m *model) prepare(p *corev1.Pod) error {
+	if err := keyErr(p); err != nil {
+		return err
+	}
+	return failure(m.funcs, p)
+}
+
+// outcome is what Apply reports of one change.
+type outcome struct {
+	refused bool
+	prev    *corev1.Pod
+	existed bool
+}
+
+// write makes changes to items as Apply does, returning the sentinels the
+// error must wrap and each change's outcome.
+func (m *model) write(items map[cache.Key]*corev1.Pod, changes []podChange) ([]error, []outcome) {
+	var errs []error
+	outs := make([]outcome, len(changes))
+	for i, ch := range changes {
+		k := ch.Key
+		if ch.Delete {
+			outs[i].prev, outs[i].existed = items[k]
+			delete(items, k)
+			continue
+		}
+		p := ch.Object
+		if p == nil || (k == cache.Key{} && p.Name == "") {
+			errs = append(errs, keyErr(p))
+			outs[i].refused = true
+			continue
+		}
+		if k == (cache.Key{}) {
+			k = cache.KeyOf(p)
+		}
+		if err := failure(m.funcs, p); err != nil {
+			errs = append(errs, err) // stored, left out of that index
+		}
+		outs[i].prev, outs[i].existed = items[k]
+		items[k] = p
+	}
+	m.rev++
+	return errs, outs
+}
+
+func (m *model) apply(changes []podChange) ([]error, []outcome) {
+	return m.write(m.items, changes)
+}
+
+func (m *model) replace(es []podEntry) []error {
+	changes := make([]podChange, len(es))
+	for i, e := range es {
+		changes[i].Entry = e
+	}
+	m.items = map[cache.Key]*corev1.Pod{}
+	errs, _ := m.write(m.items, changes)
+	return errs
+}
+
+// addIndexers returns the errors AddIndexers may return, any one of them:
+// which stored object it finds failing first is not defined.
+func (m *model) addIndexers(add map[string]cache.IndexFunc[*corev1.Pod]) []error {
+	for name := range add {
+		if _, ok := m.funcs[name]; ok || name == cache.NamespaceIndex {
+			return []error{cache.ErrIndexExists}
+		}
+	}
+	var errs []error
+	for _, p := range m.items {
+		if err := failure(add, p); err != nil && !slices.Contains(errs, err) {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		maps.Copy(m.funcs, add)
+	}
+	return errs
 }
 
 func (m *model) hasIndex(name string) bool {
 	_, ok := m.funcs[name]
-	return ok || (name == cache.NamespaceIndex && m.nsIndex)
+	return ok || name == cache.NamespaceIndex
 }
 
-// valuesOf computes the values of p in the index called name.
-func (m *model) valuesOf(name string, p *corev1.Pod) ([]string, error) {
-	if name == cache.NamespaceIndex && m.nsIndex {
-		return []string{p.Namespace}, nil
+// valuesOf is the set of values p is indexed under in the index called
+// name: none if the index function fails on it.
+func (m *model) valuesOf(name string, p *corev1.Pod) []string {
+	if name == cache.NamespaceIndex {
+		return []string{p.Namespace}
 	}
-	return m.funcs[name](p)
-}
-
-func indexable(funcs map[string]cache.IndexFunc[*corev1.Pod], p *corev1.Pod) error {
-	for _, f := range funcs {
-		if _, err := f(p); err != nil {
-			if errors.Is(err, errBoom) {
-				return errBoom // the sentinel the Indexer's error must wrap
-			}
-			return err
-		}
-	}
-	return nil
-}
-
-func (m *model) add(p *corev1.Pod) error {
-	k, err := modelKey(p)
+	vals, err := callIndex(m.funcs[name], p)
 	if err != nil {
-		return err
+		return nil
 	}
-	if err := indexable(m.funcs, p); err != nil {
-		return err
-	}
-	m.items[k] = p
-	return nil
-}
-
-func (m *model) delete(p *corev1.Pod) error {
-	k, err := modelKey(p)
-	if err != nil {
-		return err
-	}
-	delete(m.items, k)
-	return nil
-}
-
-func (m *model) replace(list []*corev1.Pod) error {
-	items := map[cache.Key]*corev1.Pod{}
-	for _, p := range list {
-		k, err := modelKey(p)
-		if err != nil {
-			return err
-		}
-		items[k] = p
-	}
-	for _, p := range items {
-		if err := indexable(m.funcs, p); err != nil {
-			return err
-		}
-	}
-	m.items = items
-	return nil
-}
-
-func (m *model) addIndexers(add map[string]cache.IndexFunc[*corev1.Pod]) error {
-	for name := range add {
-		if m.hasIndex(name) {
-			return cache.ErrIndexExists
-		}
-	}
-	for _, p := range m.items {
-		if err := indexable(add, p); err != nil {
-			return err
-		}
-	}
-	maps.Copy(m.funcs, add)
-	return nil
-}
-
-// index is Indexer.Index: the objects sharing a value with probe.
-func (m *model) index(name string, probe *corev1.Pod) ([]*corev1.Pod, error) {
-	vals, err := m.valuesOf(name, probe)
-	if err != nil {
-		return nil, err
-	}
-	out := []*corev1.Pod{}
-	for _, p := range m.items {
-		pv, _ := m.valuesOf(name, p)
-		for _, v := range vals {
-			if slices.Contains(pv, v) {
-				out = append(out, p)
-				break
-			}
-		}
-	}
-	return out, nil
+	return vals
 }
 
 func (m *model) list(ns string, scoped bool, sel labels.Selector) []*corev1.Pod {
 	out := []*corev1.Pod{}
-	if sel == nil {
-		return out
-	}
 	for _, p := range m.items {
 		if (!scoped || p.Namespace == ns) && sel.Matches(labels.Set(p.Labels)) {
 			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// scopeNow is the declared scope, else the one the objects show.
+func (m *model) scopeNow() cache.Scope {
+	if m.scope != cache.ScopeUnknown {
+		return m.scope
+	}
+	cluster, namespaced := false, false
+	for k := range m.items {
+		if k.Namespace == "" {
+			cluster = true
+		} else {
+			namespaced = true
+		}
+	}
+	switch {
+	case cluster && !namespaced:
+		return cache.ScopeCluster
+	case namespaced && !cluster:
+		return cache.ScopeNamespaced
+	}
+	return cache.ScopeUnknown
+}
+
+// get is what a Lister get answers: the object, or "wrong scope" or
+// "NotFound".
+func (m *model) get(k cache.Key, namespaced bool) (*corev1.Pod, string) {
+	if p, ok := m.items[k]; ok {
+		return p, ""
+	}
+	switch scope := m.scopeNow(); {
+	case namespaced && scope == cache.ScopeCluster, !namespaced && scope == cache.ScopeNamespaced:
+		return nil, "wrong scope"
+	}
+	return nil, "NotFound"
 }
 
 // source supplies the choices of a script: a seeded generator, or fuzz
@@ -239,28 +305,35 @@ func (s *byteSource) intn(n int) int {
 
 func (s *byteSource) done() bool { return s.i >= len(s.b) }
 
-// script runs operations against an Indexer and the model.
+// script runs operations against a cache and the model.
 type script struct {
 	t        testing.TB
 	src      source
 	rv       int
-	x        *podIndexer
-	l        *cache.Lister[*corev1.Pod]
+	w        *podWriter
+	st       *podStore
+	l        *podLister
 	m        *model
 	ops      int
 	sels     []labels.Selector
+	pool     []podEntry // prepared entries, maybe before AddIndexers, maybe by an earlier writer
 	lastDesc opDesc
 	stats    map[string]int // outcomes per operation, when not nil
 }
 
 func newScript(t testing.TB, src source) *script {
 	s := &script{t: t, src: src}
-	for _, str := range modelSelectors {
-		s.sels = append(s.sels, mustSelector(t, str))
-	}
-	s.sels = append(s.sels, nil)
+	s.sels = parseSelectors(t)
 	s.reset()
 	return s
+}
+
+func parseSelectors(t testing.TB) []labels.Selector {
+	var out []labels.Selector
+	for _, str := range modelSelectors {
+		out = append(out, mustSelector(t, str))
+	}
+	return out
 }
 
 func (s *script) pick(list []string) string { return list[s.src.intn(len(list))] }
@@ -287,10 +360,70 @@ func (s *script) genPod() *corev1.Pod {
 	if tags := s.pick([]string{"-", "x", "x,y", "y,z,y", ""}); tags != "-" {
 		withAnn(p, "tags", tags)
 	}
-	if s.src.intn(10) == 0 {
+	switch s.src.intn(20) {
+	case 0, 1:
 		withAnn(p, "fail", "true")
+	case 2:
+		withAnn(p, "panic", "true")
 	}
 	return p
+}
+
+func (s *script) randomKey() cache.Key {
+	return cache.Key{Namespace: s.pick(modelNamespaces), Name: s.pick(modelNames)}
+}
+
+// genEntry makes an entry to write: literal, literal with its key,
+// prepared now, prepared earlier, or the stored object again.
+func (s *script) genEntry() podEntry {
+	s.t.Helper()
+	switch r := s.src.intn(100); {
+	case r < 35:
+		return podEntry{Object: s.genPod()}
+	case r < 45:
+		// A nil object with a key is refused. (A key given with an object
+		// must be the object's key, so nameless objects get none.)
+		switch p := s.genPod(); {
+		case p == nil:
+			return podEntry{Key: s.randomKey()}
+		case p.Name == "":
+			return podEntry{Object: p}
+		default:
+			return podEntry{Key: cache.KeyOf(p), Object: p}
+		}
+	case r < 75:
+		p := s.genPod()
+		want := s.m.prepare(p)
+		e, err := s.w.Prepare(p)
+		s.checkErr("Prepare", []error{want}, err)
+		if err != nil {
+			return podEntry{Object: p} // then Apply gets to refuse it
+		}
+		if e.Key != cache.KeyOf(p) || e.Object != p {
+			s.t.Fatalf("op %d: Prepare(%s) = entry %v, %s", s.ops, podDesc(p), e.Key, id(e.Object))
+		}
+		s.pool = append(s.pool, e)
+		if len(s.pool) > 16 {
+			s.pool = s.pool[1:]
+		}
+		return e
+	case r < 88 && len(s.pool) > 0:
+		return s.pool[s.src.intn(len(s.pool))]
+	default:
+		keys := slices.SortedFunc(maps.Keys(s.m.items), compareKeys)
+		if len(keys) == 0 {
+			return podEntry{Object: s.genPod()}
+		}
+		k := keys[s.src.intn(len(keys))]
+		return podEntry{Key: k, Object: s.m.items[k]}
+	}
+}
+
+func (s *script) genChange() podChange {
+	if s.src.intn(5) == 0 {
+		return del(s.randomKey())
+	}
+	return podChange{Entry: s.genEntry()}
 }
 
 // pickIndexers returns one to three candidate index functions.
@@ -303,72 +436,102 @@ func (s *script) pickIndexers() map[string]cache.IndexFunc[*corev1.Pod] {
 	return out
 }
 
-// reset starts over with a new, empty Indexer with random options.
+// reset starts over with a new, empty cache with random options. Prepared
+// entries of the old one stay in the pool.
 func (s *script) reset() {
-	nsIndex := s.src.intn(4) != 0
+	s.t.Helper()
 	initial := map[string]cache.IndexFunc[*corev1.Pod]{}
 	if s.src.intn(2) == 0 {
 		initial = s.pickIndexers()
 	}
-	s.lastDesc = opDesc{op: "reset", arg: fmt.Sprintf("nsIndex=%v, indexers=%v", nsIndex, slices.Sorted(maps.Keys(initial)))}
-	m := newModel(nsIndex)
-	wantErr := m.addIndexers(initial)
-	x, err := cache.NewIndexer(cache.IndexerOptions[*corev1.Pod]{NoNamespaceIndex: !nsIndex, Indexers: initial})
-	s.checkErr("NewIndexer", wantErr, err)
+	var labelKeys []string
+	for _, k := range modelLabelKeys {
+		if s.src.intn(2) == 0 {
+			labelKeys = append(labelKeys, k)
+		}
+	}
+	scope := cache.Scope(s.src.intn(3))
+	resource := schema.GroupResource{}
+	if s.src.intn(2) == 0 {
+		resource = podsResource
+	}
+	s.lastDesc = opDesc{op: "reset", arg: fmt.Sprintf("indexers=%v, labels=%v, scope=%v, resource=%v",
+		slices.Sorted(maps.Keys(initial)), labelKeys, scope, resource)}
+	m := newModel()
+	m.labelKeys, m.scope = labelKeys, scope
+	if !resource.Empty() {
+		m.resource = resource
+	}
+	wantErrs := m.addIndexers(initial)
+	opts := podOptions{Indexers: initial, LabelIndexes: labelKeys, Scope: scope, Resource: resource}
+	w, err := cache.NewWriter(opts)
+	s.checkErr("NewWriter", wantErrs, err)
 	if err != nil {
 		// Retry without initial indexers.
-		m = newModel(nsIndex)
-		x = mustIndexer(s.t, cache.IndexerOptions[*corev1.Pod]{NoNamespaceIndex: !nsIndex})
+		opts.Indexers = nil
+		w = mustWriter(s.t, opts)
 	}
-	s.x, s.m, s.l = x, m, cache.NewLister(x, podsResource)
+	s.w, s.st, s.l, s.m = w, w.Store(), w.Store().Lister(), m
 }
 
-func (s *script) checkErr(what string, want, got error) {
+// checkErr fails unless got wraps every error of want, or is nil when want
+// holds no error.
+func (s *script) checkErr(what string, want []error, got error) {
 	s.t.Helper()
+	want = slices.DeleteFunc(slices.Clone(want), func(err error) bool { return err == nil })
 	if s.stats != nil {
 		outcome := "ok"
-		switch {
-		case errors.Is(want, errBoom):
-			outcome = "index func failed"
-		case want != nil:
-			outcome = want.Error()
+		if len(want) > 0 {
+			var names []string
+			for _, err := range want {
+				names = append(names, err.Error())
+			}
+			slices.Sort(names)
+			outcome = strings.Join(slices.Compact(names), " + ")
 		}
-		if what == "AddIndexers" && want == nil && len(s.m.items) > 0 {
+		if what == "AddIndexers" && len(want) == 0 && len(s.m.items) > 0 {
 			outcome += " over stored objects"
 		}
 		s.stats[what+": "+outcome]++
 	}
-	if want == nil && got != nil {
+	if len(want) == 0 && got != nil {
 		s.t.Fatalf("op %d %s: %s: unexpected error: %v", s.ops, s.lastDesc, what, got)
 	}
-	if want != nil && !errors.Is(got, want) {
-		s.t.Fatalf("op %d %s: %s: error = %v, want errors.Is %v", s.ops, s.lastDesc, what, got, want)
+	if len(want) > 0 && got == nil {
+		s.t.Fatalf("op %d %s: %s: no error, want errors.Is %v", s.ops, s.lastDesc, what, want)
+	}
+	for _, err := range want {
+		if !errors.Is(got, err) {
+			s.t.Fatalf("op %d %s: %s: error = %v, want errors.Is %v", s.ops, s.lastDesc, what, got, err)
+		}
 	}
 }
 
 // opDesc describes an operation for failure messages; it is formatted only
 // when a check fails.
 type opDesc struct {
-	op   string
-	pods []*corev1.Pod
-	arg  any
+	op      string
+	changes []podChange
+	arg     any
 }
 
 func (d opDesc) String() string {
 	var parts []string
-	for _, p := range d.pods {
-		parts = append(parts, podDesc(p))
+	for _, ch := range d.changes {
+		switch {
+		case ch.Delete:
+			parts = append(parts, "delete "+ch.Key.String())
+		case ch.Key != (cache.Key{}):
+			parts = append(parts, ch.Key.String()+": "+podDesc(ch.Object))
+		default:
+			parts = append(parts, podDesc(ch.Object))
+		}
 	}
 	if d.arg != nil {
 		parts = append(parts, fmt.Sprint(d.arg))
 	}
 	return d.op + "(" + strings.Join(parts, ", ") + ")"
 }
-
-// lazyPod formats a pod with podDesc only when printed.
-type lazyPod struct{ p *corev1.Pod }
-
-func (l lazyPod) String() string { return podDesc(l.p) }
 
 func podDesc(p *corev1.Pod) string {
 	if p == nil {
@@ -383,54 +546,60 @@ func (s *script) step() *corev1.Pod {
 	s.t.Helper()
 	s.ops++
 	switch op := s.src.intn(100); {
-	case op < 30:
-		p := s.genPod()
-		s.lastDesc = opDesc{op: "Add", pods: []*corev1.Pod{p}}
-		s.checkErr("Add", s.m.add(p), s.x.Add(p))
-		return p
-	case op < 50:
-		p := s.genPod()
-		s.lastDesc = opDesc{op: "Update", pods: []*corev1.Pod{p}}
-		s.checkErr("Update", s.m.add(p), s.x.Update(p))
-		return p
-	case op < 55:
-		p := s.genPod()
-		s.lastDesc = opDesc{op: "Set", pods: []*corev1.Pod{p}}
-		if p == nil || p.Name == "" {
-			return nil
+	case op < 70:
+		changes := make([]podChange, s.src.intn(5))
+		for i := range changes {
+			changes[i] = s.genChange()
 		}
-		s.checkErr("Set", s.m.add(p), s.x.Set(cache.KeyOf(p), p))
-		return p
-	case op < 75:
-		p := s.genPod()
-		s.lastDesc = opDesc{op: "Delete", pods: []*corev1.Pod{p}}
-		s.checkErr("Delete", s.m.delete(p), s.x.Delete(p))
-		return p
-	case op < 80:
-		k := cache.Key{Namespace: s.pick(modelNamespaces), Name: s.pick(modelNames)}
-		s.lastDesc = opDesc{op: "DeleteKey", arg: k}
-		delete(s.m.items, k)
-		s.x.DeleteKey(k)
+		s.lastDesc = opDesc{op: "Apply", changes: slices.Clone(changes)}
+		wantErrs, outs := s.m.apply(changes)
+		rev, err := s.w.Apply(changes)
+		s.checkErr("Apply", wantErrs, err)
+		s.sameRev("Apply", rev)
+		for i, ch := range changes {
+			if !outs[i].refused && (ch.Prev != outs[i].prev || ch.Existed != outs[i].existed) {
+				s.t.Fatalf("op %d %s: change %d: Prev, Existed = %s, %v; want %s, %v",
+					s.ops, s.lastDesc, i, podDesc(ch.Prev), ch.Existed, podDesc(outs[i].prev), outs[i].existed)
+			}
+		}
+		for _, ch := range changes {
+			if !ch.Delete {
+				return ch.Object
+			}
+		}
 		return nil
-	case op < 88:
-		list := make([]*corev1.Pod, s.src.intn(10))
-		for i := range list {
-			list[i] = s.genPod()
+	case op < 80:
+		es := make([]podEntry, s.src.intn(10))
+		for i := range es {
+			es[i] = s.genEntry()
 		}
-		s.lastDesc = opDesc{op: "Replace", pods: list}
-		s.checkErr("Replace", s.m.replace(list), s.x.Replace(list, strconv.Itoa(s.rv)))
-		if len(list) > 0 {
-			return list[0]
+		changes := make([]podChange, len(es))
+		for i, e := range es {
+			changes[i].Entry = e
+		}
+		s.lastDesc = opDesc{op: "Replace", changes: changes}
+		wantErrs := s.m.replace(es)
+		rev, err := s.w.Replace(es)
+		s.checkErr("Replace", wantErrs, err)
+		s.sameRev("Replace", rev)
+		if len(es) > 0 {
+			return es[0].Object
 		}
 		return nil
 	case op < 96:
 		add := s.pickIndexers()
 		s.lastDesc = opDesc{op: "AddIndexers", arg: slices.Sorted(maps.Keys(add))}
-		s.checkErr("AddIndexers", s.m.addIndexers(add), s.x.AddIndexers(add))
-		return nil
-	case op < 98:
-		s.lastDesc = opDesc{op: "Resync"}
-		s.checkErr("Resync", nil, s.x.Resync())
+		wantErrs := s.m.addIndexers(add)
+		err := s.w.AddIndexers(add)
+		if len(wantErrs) > 1 {
+			// Any one will do.
+			all := slices.Clone(wantErrs)
+			wantErrs = slices.DeleteFunc(wantErrs, func(e error) bool { return !errors.Is(err, e) })
+			if len(wantErrs) == 0 {
+				s.t.Fatalf("op %d %s: AddIndexers: error = %v, want one of %v", s.ops, s.lastDesc, err, all)
+			}
+		}
+		s.checkErr("AddIndexers", wantErrs, err)
 		return nil
 	default:
 		s.reset()
@@ -438,230 +607,9 @@ func (s *script) step() *corev1.Pod {
 	}
 }
 
-// same fails the test if got differs from want. It compares cheaply and
-// only runs cmp.Diff, which is slow, to report a difference.
-func same[T comparable](s *script, want, got []T, format string, args ...any) {
-	if slices.Equal(want, got) {
-		return
-	}
+func (s *script) sameRev(what string, got uint64) {
 	s.t.Helper()
-	s.t.Fatalf("after op %d %s: %s (-want +got):\n%s", s.ops, s.lastDesc, fmt.Sprintf(format, args...), cmp.Diff(want, got))
-}
-
-// samePods compares two sets of objects by identity: the same object
-// versions, in any order.
-func samePods(s *script, want, got []*corev1.Pod, format string, args ...any) {
-	if len(want) == len(got) {
-		sortPods(want)
-		sortPods(got)
-		if slices.Equal(want, got) {
-			return
-		}
+	if got != s.m.rev {
+		s.t.Fatalf("op %d %s: %s returned revision %d, want %d", s.ops, s.lastDesc, what, got, s.m.rev)
 	}
-	s.t.Helper()
-	s.t.Fatalf("after op %d %s: %s (-want +got):\n%s", s.ops, s.lastDesc, fmt.Sprintf(format, args...), cmp.Diff(ids(want), ids(got)))
-}
-
-func sortPods(pods []*corev1.Pod) {
-	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return compareKeys(cache.KeyOf(a), cache.KeyOf(b)) })
-}
-
-func (s *script) diff(what string, want, got any) {
-	if want == got {
-		return
-	}
-	s.t.Helper()
-	s.t.Fatalf("after op %d %s: %s (-want +got):\n%s", s.ops, s.lastDesc, what, cmp.Diff(want, got))
-}
-
-// check compares all observable state; probe, if not nil, is used for Get
-// and Index queries.
-func (s *script) check(probe *corev1.Pod) {
-	s.t.Helper()
-	x, m, l := s.x, s.m, s.l
-	want := slices.Collect(maps.Values(m.items))
-	samePods(s, want, x.List(), "List")
-	samePods(s, want, collect(x.Values()), "Values")
-	s.diff("Len", len(m.items), x.Len())
-	wantKeys := sortedKeys(slices.Collect(maps.Keys(m.items)))
-	same(s, wantKeys, sortedKeys(x.ListKeys()), "ListKeys")
-	same(s, wantKeys, sortedKeys(collect(x.Keys())), "Keys")
-	var allIDs []*corev1.Pod
-	for k, p := range x.All() {
-		if k != cache.KeyOf(p) {
-			s.t.Fatalf("after op %d %s: All yielded %v with %s", s.ops, s.lastDesc, k, id(p))
-		}
-		allIDs = append(allIDs, p)
-	}
-	samePods(s, want, allIDs, "All")
-
-	// Every key of the domain, present or not.
-	for _, ns := range modelNamespaces {
-		for _, name := range modelNames {
-			k := cache.Key{Namespace: ns, Name: name}
-			got, ok, _ := x.GetByKey(k)
-			wantP, wantOK := m.items[k]
-			if ok != wantOK || got != wantP {
-				s.t.Fatalf("after op %d %s: GetByKey(%v) = %s, %v; want %s, %v", s.ops, s.lastDesc, k, podDesc(got), ok, podDesc(wantP), wantOK)
-			}
-		}
-	}
-
-	// Indexes.
-	same(s, m.indexNames(), slices.Sorted(maps.Keys(x.GetIndexers())), "GetIndexers names")
-	for _, name := range candidateNames {
-		s.diff("HasIndex("+name+")", m.hasIndex(name), x.HasIndex(name))
-		if !m.hasIndex(name) {
-			if _, err := x.ByIndex(name, "x"); !errors.Is(err, cache.ErrNoIndex) {
-				s.t.Fatalf("after op %d %s: ByIndex(%q) error = %v, want ErrNoIndex", s.ops, s.lastDesc, name, err)
-			}
-			if _, err := x.IndexKeys(name, "x"); !errors.Is(err, cache.ErrNoIndex) {
-				s.t.Fatalf("after op %d %s: IndexKeys(%q) error = %v, want ErrNoIndex", s.ops, s.lastDesc, name, err)
-			}
-			if got := x.ListIndexFuncValues(name); got != nil {
-				s.t.Fatalf("after op %d %s: ListIndexFuncValues(%q) = %v, want nil", s.ops, s.lastDesc, name, got)
-			}
-		}
-	}
-	for _, name := range m.indexNames() {
-		// Each object's values, computed once.
-		objVals := make(map[*corev1.Pod][]string, len(m.items))
-		for _, p := range m.items {
-			v, err := m.valuesOf(name, p)
-			if err != nil {
-				s.t.Fatalf("model: stored object %s fails index %q: %v", id(p), name, err)
-			}
-			objVals[p] = v
-		}
-		valSet := map[string]bool{}
-		for _, vs := range objVals {
-			for _, v := range vs {
-				valSet[v] = true
-			}
-		}
-		vals := append([]string{}, slices.Sorted(maps.Keys(valSet))...)
-		same(s, vals, x.ListIndexFuncValues(name), "ListIndexFuncValues(%q)", name)
-		for _, v := range append(vals, extraValues...) {
-			wantObjs := []*corev1.Pod{}
-			wantK := []cache.Key{}
-			for p, vs := range objVals {
-				if slices.Contains(vs, v) {
-					wantObjs = append(wantObjs, p)
-					wantK = append(wantK, cache.KeyOf(p))
-				}
-			}
-			got, err := x.ByIndex(name, v)
-			if err != nil {
-				s.t.Fatalf("after op %d %s: ByIndex(%q, %q): %v", s.ops, s.lastDesc, name, v, err)
-			}
-			samePods(s, wantObjs, got, "ByIndex(%q, %q)", name, v)
-			keys, err := x.IndexKeys(name, v)
-			if err != nil {
-				s.t.Fatalf("after op %d %s: IndexKeys(%q, %q): %v", s.ops, s.lastDesc, name, v, err)
-			}
-			same(s, sortedKeys(wantK), sortedKeys(keys), "IndexKeys(%q, %q)", name, v)
-			samePods(s, wantObjs, collect(x.ByIndexValues(name, v)), "ByIndexValues(%q, %q)", name, v)
-		}
-		if probe != nil {
-			wantObjs, wantErr := m.index(name, probe)
-			got, err := x.Index(name, probe)
-			if (wantErr != nil) != (err != nil) {
-				s.t.Fatalf("after op %d %s: Index(%q, %s) error = %v, want %v", s.ops, s.lastDesc, name, podDesc(probe), err, wantErr)
-			}
-			if err == nil {
-				samePods(s, wantObjs, got, "Index(%q, %s)", name, lazyPod{probe})
-			}
-		}
-	}
-
-	// Lister.
-	for i, sel := range s.sels {
-		selName := append(modelSelectors, "<nil>")[i]
-		wantL := m.list("", false, sel)
-		got, err := l.List(sel)
-		if err != nil {
-			s.t.Fatalf("after op %d %s: Lister.List(%q): %v", s.ops, s.lastDesc, selName, err)
-		}
-		samePods(s, wantL, got, "Lister.List(%q)", selName)
-		samePods(s, wantL, collect(l.Seq(sel)), "Lister.Seq(%q)", selName)
-		if i >= nsListerSelectors {
-			continue
-		}
-		for _, ns := range modelNamespaces {
-			wantL := m.list(ns, true, sel)
-			got, err := l.Namespace(ns).List(sel)
-			if err != nil {
-				s.t.Fatalf("after op %d %s: Namespace(%q).List(%q): %v", s.ops, s.lastDesc, ns, selName, err)
-			}
-			samePods(s, wantL, got, "Namespace(%q).List(%q)", ns, selName)
-			samePods(s, wantL, collect(l.Namespace(ns).Seq(sel)), "Namespace(%q).Seq(%q)", ns, selName)
-		}
-	}
-	if probe != nil && probe.Name != "" {
-		k := cache.KeyOf(probe)
-		var got *corev1.Pod
-		var err error
-		if k.Namespace == "" {
-			got, err = l.Get(k.Name)
-		} else {
-			got, err = l.Namespace(k.Namespace).Get(k.Name)
-		}
-		if wantP, ok := m.items[k]; ok {
-			if err != nil || got != wantP {
-				s.t.Fatalf("after op %d %s: Lister get %v = %s, %v; want %s", s.ops, s.lastDesc, k, podDesc(got), err, id(wantP))
-			}
-		} else if !apierrors.IsNotFound(err) {
-			s.t.Fatalf("after op %d %s: Lister get %v error = %v, want NotFound", s.ops, s.lastDesc, k, err)
-		}
-		gotG, exists, err := x.Get(probe)
-		wantP, wantOK := m.items[k]
-		if err != nil || exists != wantOK || gotG != wantP {
-			s.t.Fatalf("after op %d %s: Get(%s) = %s, %v, %v; want %s, %v", s.ops, s.lastDesc, podDesc(probe), podDesc(gotG), exists, err, podDesc(wantP), wantOK)
-		}
-	}
-}
-
-func TestIndexerAgainstModel(t *testing.T) {
-	seeds := []uint64{1, 2, 3, 4, 5}
-	opsPerSeed := 2000
-	if testing.Short() {
-		opsPerSeed = 300
-	}
-	total := 0
-	stats := map[string]int{}
-	for _, seed := range seeds {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			s := newScript(t, randSource{rand.New(rand.NewPCG(seed, seed*0x9e3779b97f4a7c15))})
-			s.stats = stats
-			s.check(nil)
-			for range opsPerSeed {
-				s.check(s.step())
-			}
-			total += s.ops
-		})
-	}
-	t.Logf("ran %d operations against the model, all state compared after each", total)
-	for _, k := range slices.Sorted(maps.Keys(stats)) {
-		t.Logf("  %s: %d", k, stats[k])
-	}
-}
-
-// FuzzIndexer decodes the input into an operation script (one byte per
-// choice) and checks the Indexer against the model after every operation.
-func FuzzIndexer(f *testing.F) {
-	f.Add([]byte{})
-	f.Add([]byte("\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f"))
-	f.Add([]byte("Add a pod, index it, replace, delete: \xff\xfe\x80\x40\x20\x10"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		// Long scripts are the job of TestIndexerAgainstModel; short
-		// inputs keep executions and the engine's minimization fast.
-		if len(data) > 128 {
-			data = data[:128]
-		}
-		s := newScript(t, &byteSource{b: data})
-		s.check(nil)
-		for !s.src.done() {
-			s.check(s.step())
-		}
-	})
 }

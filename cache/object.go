@@ -42,34 +42,31 @@ func (k Key) String() string {
 // required.
 var ErrNilObject = errors.New("cache: nil object")
 
-// ErrNoName is returned by [MetaKey] for an object whose name is empty.
+// ErrNoName is returned for an object whose name is empty: it has no key.
 var ErrNoName = errors.New("cache: object has no name")
 
 // ErrBadKey is returned by [ParseKey] for a string that is not a valid key.
 var ErrBadKey = errors.New("cache: malformed key")
 
-// KeyFunc computes the key of an object. It must be deterministic.
-type KeyFunc[T Object] func(obj T) (Key, error)
+// KeyOf returns the key of an object's metadata: its namespace and name,
+// without validation. It is the one key function of this module, the typed
+// twin of client-go's cache.MetaObjectToName.
+func KeyOf(obj metav1.Object) Key {
+	return Key{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
 
-// MetaKey is the default [KeyFunc]: the object's namespace and name. It
-// returns [ErrNilObject] for a nil object and [ErrNoName] for an object
-// without a name.
-func MetaKey[T Object](obj T) (Key, error) {
+// checkedKey is KeyOf for an object about to be stored: nil objects and
+// objects without a name have no key.
+func checkedKey[T Object](obj T) (Key, error) {
 	var zero T
 	if obj == zero {
 		return Key{}, ErrNilObject
 	}
-	name := obj.GetName()
-	if name == "" {
-		return Key{}, fmt.Errorf("%w (namespace %q)", ErrNoName, obj.GetNamespace())
+	k := KeyOf(obj)
+	if k.Name == "" {
+		return Key{}, fmt.Errorf("%w (namespace %q)", ErrNoName, k.Namespace)
 	}
-	return Key{Namespace: obj.GetNamespace(), Name: name}, nil
-}
-
-// KeyOf returns the key of any object's metadata, without validation. It is
-// the typed twin of client-go's cache.MetaObjectToName.
-func KeyOf(obj metav1.Object) Key {
-	return Key{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	return k, nil
 }
 
 // ParseKey reads a key in client-go's "namespace/name" or "name" form, as

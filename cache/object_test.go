@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	clientcache "k8s.io/client-go/tools/cache"
 
 	"github.com/typedinformer/informer/cache"
@@ -34,15 +35,13 @@ func TestKeyStringMatchesClientGo(t *testing.T) {
 			if oracle != tt.want {
 				t.Fatalf("test table disagrees with client-go: want %q, client-go %q", tt.want, oracle)
 			}
-			k, err := cache.MetaKey(tt.pod)
-			if err != nil {
-				t.Fatalf("MetaKey: %v", err)
-			}
+			k := cache.KeyOf(tt.pod)
 			if diff := cmp.Diff(oracle, k.String()); diff != "" {
-				t.Errorf("MetaKey().String() (-want +got):\n%s", diff)
+				t.Errorf("KeyOf().String() (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(k, cache.KeyOf(tt.pod)); diff != "" {
-				t.Errorf("KeyOf (-want +got):\n%s", diff)
+			// client-go's typed key agrees too.
+			if diff := cmp.Diff(clientcache.MetaObjectToName(tt.pod).String(), k.String()); diff != "" {
+				t.Errorf("KeyOf vs MetaObjectToName (-want +got):\n%s", diff)
 			}
 			// Round trip through ParseKey, compared with SplitMetaNamespaceKey.
 			ns, name, err := clientcache.SplitMetaNamespaceKey(oracle)
@@ -128,7 +127,9 @@ func TestKeyString(t *testing.T) {
 	}
 }
 
-func TestMetaKey(t *testing.T) {
+// TestPrepareKeys checks the key Prepare computes and the objects it
+// refuses for want of a key.
+func TestPrepareKeys(t *testing.T) {
 	tests := []struct {
 		name    string
 		pod     *corev1.Pod
@@ -141,43 +142,97 @@ func TestMetaKey(t *testing.T) {
 		{name: "no name", pod: newPod("ns", "", ""), wantErr: cache.ErrNoName},
 		{name: "no name cluster-scoped", pod: newPod("", "", ""), wantErr: cache.ErrNoName},
 	}
+	w := mustWriter(t, podOptions{})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := cache.MetaKey(tt.pod)
+			e, err := w.Prepare(tt.pod)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
-					t.Fatalf("MetaKey() error = %v, want errors.Is %v", err, tt.wantErr)
+					t.Fatalf("Prepare() error = %v, want errors.Is %v", err, tt.wantErr)
 				}
-				if diff := cmp.Diff(cache.Key{}, got); diff != "" {
-					t.Errorf("MetaKey() key on error (-want +got):\n%s", diff)
+				if e.Key != (cache.Key{}) || e.Object != nil {
+					t.Errorf("Prepare() entry on error = %v, %v; want the zero entry", e.Key, e.Object)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("MetaKey(): %v", err)
+				t.Fatalf("Prepare(): %v", err)
 			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("MetaKey() (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tt.want, e.Key); diff != "" {
+				t.Errorf("Prepare().Key (-want +got):\n%s", diff)
+			}
+			if e.Object != tt.pod {
+				t.Errorf("Prepare().Object = %p, want the object given, %p", e.Object, tt.pod)
 			}
 		})
 	}
 }
 
-// TestMetaKeyOtherTypes checks that the Object constraint admits the types
-// its documentation names.
-func TestMetaKeyOtherTypes(t *testing.T) {
-	u := &unstructured.Unstructured{}
-	u.SetNamespace("ns")
-	u.SetName("u")
-	if k, err := cache.MetaKey(u); err != nil || k != (cache.Key{Namespace: "ns", Name: "u"}) {
-		t.Errorf("MetaKey(unstructured) = %v, %v", k, err)
+// TestOtherObjectTypes checks that the Object constraint admits the types
+// its documentation names, and that a cache of each works.
+func TestOtherObjectTypes(t *testing.T) {
+	t.Run("unstructured", func(t *testing.T) {
+		u := &unstructured.Unstructured{}
+		u.SetNamespace("ns")
+		u.SetName("u")
+		u.SetLabels(map[string]string{"app": "web"})
+		if k := cache.KeyOf(u); k != (cache.Key{Namespace: "ns", Name: "u"}) {
+			t.Errorf("KeyOf(unstructured) = %v", k)
+		}
+		w, err := cache.NewWriter(cache.Options[*unstructured.Unstructured]{LabelIndexes: []string{"app"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var nilU *unstructured.Unstructured
+		if _, err := w.Prepare(nilU); !errors.Is(err, cache.ErrNilObject) {
+			t.Errorf("Prepare(nil unstructured) error = %v, want ErrNilObject", err)
+		}
+		e, err := w.Prepare(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Apply([]cache.Change[*unstructured.Unstructured]{{Entry: e}}); err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := w.Store().GetByKey(cache.Key{Namespace: "ns", Name: "u"}); !ok || got != u {
+			t.Errorf("GetByKey = %v, %v; want the stored object", got, ok)
+		}
+		got, err := w.Store().Lister().Namespace("ns").List(labels.SelectorFromSet(labels.Set{"app": "web"}))
+		if err != nil || len(got) != 1 || got[0] != u {
+			t.Errorf("Namespace(ns).List(app=web) = %v, %v; want the stored object", got, err)
+		}
+	})
+	t.Run("partial object metadata", func(t *testing.T) {
+		pm := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "cm"}}
+		if k := cache.KeyOf(pm); k != (cache.Key{Name: "cm"}) {
+			t.Errorf("KeyOf(partial) = %v", k)
+		}
+		w, err := cache.NewWriter(cache.Options[*metav1.PartialObjectMetadata]{Scope: cache.ScopeCluster})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Replace([]cache.Entry[*metav1.PartialObjectMetadata]{{Object: pm}}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := w.Store().Lister().Get("cm"); err != nil || got != pm {
+			t.Errorf("Lister().Get(cm) = %v, %v; want the stored object", got, err)
+		}
+	})
+}
+
+func TestScopeString(t *testing.T) {
+	tests := []struct {
+		scope cache.Scope
+		want  string
+	}{
+		{cache.ScopeUnknown, "unknown"},
+		{cache.ScopeNamespaced, "namespaced"},
+		{cache.ScopeCluster, "cluster"},
+		{cache.Scope(99), "unknown"},
 	}
-	var nilU *unstructured.Unstructured
-	if _, err := cache.MetaKey(nilU); !errors.Is(err, cache.ErrNilObject) {
-		t.Errorf("MetaKey(nil unstructured) error = %v, want ErrNilObject", err)
-	}
-	pm := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "cm"}}
-	if k, err := cache.MetaKey(pm); err != nil || k != (cache.Key{Name: "cm"}) {
-		t.Errorf("MetaKey(partial) = %v, %v", k, err)
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, tt.scope.String()); diff != "" {
+			t.Errorf("Scope(%d).String() (-want +got):\n%s", tt.scope, diff)
+		}
 	}
 }

@@ -2,7 +2,6 @@
 
 package cache_test
 
-// raceEnabled reports a -race build. The race detector makes sync.Pool drop
-// buffers at random and changes inlining, so allocation counts are not
-// measured under it.
+// raceEnabled reports a -race build. The race detector changes inlining and
+// escape analysis, so allocation counts are not measured under it.
 const raceEnabled = true

@@ -1,45 +1,193 @@
 package cache
 
-import "iter"
+import (
+	"fmt"
+	"iter"
+	"slices"
+)
 
-// Reader is the read-only view of a [Store]. Informers hand it out so that
-// controller code can query the cache but never write to it.
-type Reader[T Object] interface {
-	// Get returns the stored object with the same key as obj.
-	Get(obj T) (item T, exists bool, err error)
-	// GetByKey returns the object stored under key. The error is for
-	// parity with client-go's Store; an Indexer never returns one.
-	GetByKey(key Key) (item T, exists bool, err error)
-	// List returns every stored object, in no particular order.
-	List() []T
-	// ListKeys returns the key of every stored object, in no particular order.
-	ListKeys() []Key
-	// Len returns the number of stored objects.
-	Len() int
-	// All yields every key and object from a snapshot; no lock is held while
-	// yielding.
-	All() iter.Seq2[Key, T]
-	// Keys yields every key from a snapshot; no lock is held while yielding.
-	Keys() iter.Seq[Key]
-	// Values yields every object from a snapshot; no lock is held while
-	// yielding.
-	Values() iter.Seq[T]
+// Store is the read side of a cache: what controllers use. Every method is
+// safe for concurrent use and sees the cache between two writes, never in
+// the middle of one. Objects handed out are shared with the cache and every
+// other reader: never mutate them; DeepCopy first.
+//
+// Iterators take a snapshot under the read lock and yield with no lock
+// held, so the loop body may call anything, including the cache.
+type Store[T Object] struct{ c *core[T] }
+
+// Get returns the stored object with the same key as obj.
+func (s *Store[T]) Get(obj T) (T, bool) {
+	var zero T
+	if obj == zero {
+		return zero, false
+	}
+	return s.GetByKey(KeyOf(obj))
 }
 
-// Store is the typed twin of client-go's cache.Store: a keyed set of objects.
-// Writes validate the key and every index before changing anything.
-type Store[T Object] interface {
-	Reader[T]
-	// Add inserts obj, or replaces the object with the same key.
-	Add(obj T) error
-	// Update is Add: it inserts or replaces.
-	Update(obj T) error
-	// Delete removes the object with the same key as obj, if any.
-	Delete(obj T) error
-	// Replace atomically swaps the whole content for list. resourceVersion
-	// is the version the list was read at; a plain store ignores it.
-	Replace(list []T, resourceVersion string) error
-	// Resync is meaningless for a plain store and returns nil; it exists for
-	// parity with queues that implement Store.
-	Resync() error
+// GetByKey returns the object stored under key.
+func (s *Store[T]) GetByKey(key Key) (T, bool) {
+	s.c.mu.RLock()
+	obj, ok := s.c.items[key]
+	s.c.mu.RUnlock()
+	return obj, ok
+}
+
+// Len returns the number of stored objects.
+func (s *Store[T]) Len() int {
+	s.c.mu.RLock()
+	defer s.c.mu.RUnlock()
+	return len(s.c.items)
+}
+
+// List returns every stored object in a new slice, in no particular order.
+func (s *Store[T]) List() []T {
+	s.c.mu.RLock()
+	defer s.c.mu.RUnlock()
+	out := make([]T, 0, len(s.c.items))
+	for _, obj := range s.c.items {
+		out = append(out, obj)
+	}
+	return out
+}
+
+// ListKeys returns every key in a new slice, in no particular order.
+func (s *Store[T]) ListKeys() []Key {
+	s.c.mu.RLock()
+	defer s.c.mu.RUnlock()
+	out := make([]Key, 0, len(s.c.items))
+	for k := range s.c.items {
+		out = append(out, k)
+	}
+	return out
+}
+
+// All yields every key and object from a snapshot taken when iteration
+// starts; no lock is held while yielding. After warm-up it allocates
+// nothing per object.
+func (s *Store[T]) All() iter.Seq2[Key, T] {
+	return func(yield func(Key, T) bool) {
+		b := s.c.getBuf()
+		defer s.c.putBuf(b)
+		s.c.mu.RLock()
+		for k, obj := range s.c.items {
+			b.keys = append(b.keys, k)
+			b.objs = append(b.objs, obj)
+		}
+		s.c.mu.RUnlock()
+		for i, k := range b.keys {
+			if !yield(k, b.objs[i]) {
+				return
+			}
+		}
+	}
+}
+
+// Snapshot returns every stored object and the store's revision, read
+// together: the objects are exactly the content at that revision. The
+// revision counts the writes applied so far (each Apply or Replace call
+// adds one), so two snapshots with the same revision hold the same objects.
+func (s *Store[T]) Snapshot() ([]T, uint64) {
+	s.c.mu.RLock()
+	defer s.c.mu.RUnlock()
+	out := make([]T, 0, len(s.c.items))
+	for _, obj := range s.c.items {
+		out = append(out, obj)
+	}
+	return out, s.c.rev
+}
+
+// ByIndex returns the objects indexed under value in the index called name
+// (a custom index, or [NamespaceIndex]), or [ErrNoIndex].
+func (s *Store[T]) ByIndex(name, value string) ([]T, error) {
+	s.c.mu.RLock()
+	defer s.c.mu.RUnlock()
+	ix, err := s.c.indexLocked(name)
+	if err != nil {
+		return nil, err
+	}
+	set := ix[value]
+	out := make([]T, 0, len(set))
+	for k := range set {
+		out = append(out, s.c.items[k])
+	}
+	return out, nil
+}
+
+// ByIndexSeq yields the objects indexed under value in the index called
+// name, from a snapshot; no lock is held while yielding. An unknown index
+// yields nothing: [Store.ByIndex] tells that case apart with [ErrNoIndex].
+func (s *Store[T]) ByIndexSeq(name, value string) iter.Seq[T] {
+	return func(yield func(T) bool) {
+		b := s.c.getBuf()
+		defer s.c.putBuf(b)
+		s.c.mu.RLock()
+		if ix, err := s.c.indexLocked(name); err == nil {
+			for k := range ix[value] {
+				b.objs = append(b.objs, s.c.items[k])
+			}
+		}
+		s.c.mu.RUnlock()
+		for _, obj := range b.objs {
+			if !yield(obj) {
+				return
+			}
+		}
+	}
+}
+
+// IndexValues returns every value present in the index called name,
+// sorted, or [ErrNoIndex].
+func (s *Store[T]) IndexValues(name string) ([]string, error) {
+	s.c.mu.RLock()
+	ix, err := s.c.indexLocked(name)
+	if err != nil {
+		s.c.mu.RUnlock()
+		return nil, err
+	}
+	out := make([]string, 0, len(ix))
+	for v := range ix {
+		out = append(out, v)
+	}
+	s.c.mu.RUnlock()
+	slices.Sort(out)
+	return out, nil
+}
+
+// Lister returns the typed lister over the store.
+func (s *Store[T]) Lister() *Lister[T] { return &Lister[T]{c: s.c} }
+
+// indexLocked returns the index called name; the caller holds the lock.
+func (c *core[T]) indexLocked(name string) (index, error) {
+	if name == NamespaceIndex {
+		return c.byNS, nil
+	}
+	if i := slices.Index(c.cur.names, name); i >= 0 {
+		return c.custom[i], nil
+	}
+	return nil, fmt.Errorf("%w: %q", ErrNoIndex, name)
+}
+
+// buffer is a reusable snapshot for iterators.
+type buffer[T Object] struct {
+	keys []Key
+	objs []T
+}
+
+func (c *core[T]) getBuf() *buffer[T] {
+	select {
+	case b := <-c.bufs:
+		return b
+	default:
+		return &buffer[T]{}
+	}
+}
+
+func (c *core[T]) putBuf(b *buffer[T]) {
+	clear(b.keys)
+	clear(b.objs)
+	b.keys, b.objs = b.keys[:0], b.objs[:0]
+	select {
+	case c.bufs <- b:
+	default:
+	}
 }

@@ -1,10 +1,14 @@
-// Package leakcheck fails a test that leaves goroutines behind, without a
-// dependency: it compares the goroutines running when the test ends with
-// those running when it started, and retries for a while so goroutines that
-// are just finishing are not reported.
+// Package leakcheck fails a test, or a package's whole test run, that leaves
+// goroutines behind, without a dependency: it compares the goroutines running
+// when the test ends with those running when it started (or, for [Main],
+// with none but the runtime's and the testing package's), and retries for a
+// while so goroutines that are just finishing are not reported.
 package leakcheck
 
 import (
+	"fmt"
+	"io"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -20,21 +24,58 @@ func Check(t testing.TB) {
 	t.Helper()
 	before := ids()
 	t.Cleanup(func() {
-		var leaked []string
-		for i := 0; i < 100; i++ {
-			leaked = leaked[:0]
-			for _, g := range stacks() {
-				if !slices.Contains(before, g.id) && !ignored(g.stack) {
-					leaked = append(leaked, g.stack)
-				}
-			}
-			if len(leaked) == 0 {
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
+		if leaked := leakedSince(before, 100, 50*time.Millisecond); len(leaked) > 0 {
+			t.Errorf("%d goroutine(s) leaked:\n\n%s", len(leaked), strings.Join(leaked, "\n\n"))
 		}
-		t.Errorf("%d goroutine(s) leaked:\n\n%s", len(leaked), strings.Join(leaked, "\n\n"))
 	})
+}
+
+// Main runs a package's tests and benchmarks, then fails the run if
+// goroutines other than the runtime's and the testing package's remain for
+// longer than a few seconds, printing their stacks. Use it as TestMain:
+//
+//	func TestMain(m *testing.M) { leakcheck.Main(m) }
+func Main(m *testing.M) {
+	os.Exit(run(m, os.Stderr, 100, 50*time.Millisecond))
+}
+
+// runner is what Main needs of a *testing.M.
+type runner interface{ Run() int }
+
+// run runs m and returns its exit code, or 1 if it passed but left
+// goroutines behind, checking tries times, wait apart.
+func run(m runner, w io.Writer, tries int, wait time.Duration) int {
+	code := m.Run()
+	if code != 0 {
+		return code // the failure is reported; leaks of failed tests are noise
+	}
+	if leaked := leakedSince(nil, tries, wait); len(leaked) > 0 {
+		fmt.Fprintf(w, "leakcheck: %d goroutine(s) leaked by the tests:\n\n%s\n", len(leaked), strings.Join(leaked, "\n\n"))
+		fmt.Fprintln(w, "FAIL")
+		return 1
+	}
+	return 0
+}
+
+// leakedSince returns the stacks of the goroutines, not in before and not
+// ignored, that remain after up to tries checks, wait apart.
+func leakedSince(before []string, tries int, wait time.Duration) []string {
+	var leaked []string
+	for i := 0; i < tries; i++ {
+		if i > 0 {
+			time.Sleep(wait)
+		}
+		leaked = leaked[:0]
+		for _, g := range stacks() {
+			if !slices.Contains(before, g.id) && !ignored(g.stack) {
+				leaked = append(leaked, g.stack)
+			}
+		}
+		if len(leaked) == 0 {
+			return nil
+		}
+	}
+	return leaked
 }
 
 type goroutine struct {
