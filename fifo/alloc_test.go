@@ -2,76 +2,81 @@ package fifo_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	"github.com/typedinformer/informer/fifo"
 )
 
-// TestAllocs measures steady-state allocations of an Add + pop cycle of 100
-// pre-built pod events (25 keys x 4 events) with testing.AllocsPerRun.
-//
-// InOrder bound: at most 1 allocation per 100-event cycle. In steady state
-// nothing needs to allocate: Add keys the object (cache.MetaKey does not
-// allocate) and appends to the ring, whose backing array is reused once the
-// queue has been drained; PopBatch and Pop hand out q.batch and q.deltas,
-// which are reused, and the Items' delta slices are windows into q.deltas.
-// Measured: 0 for both PopBatch and Pop. (The bound leaves room for one
-// stray allocation so that the test does not flake on a runtime detail.)
-//
-// PerKey bound: at most 1 allocation per event. Each key gets a fresh delta
-// slice that append grows 1 -> 2 -> 4: 3 allocations per key with 4 events,
-// 75 per cycle (0.75/event) measured.
-func TestAllocs(t *testing.T) {
-	const events = 100
-	pods := make([]pod, events)
-	for i := range pods {
-		pods[i] = p(fmt.Sprintf("p%d", i%25), fmt.Sprint(i))
+// TestQueueAllocs: once the queue's buffers have grown, moving deltas
+// through a Queue allocates nothing, whether they are pushed one by one or
+// in one Push, and popped in one batch or several.
+func TestQueueAllocs(t *testing.T) {
+	const n = 64
+	reg := newRegistry()
+	ds := make([]delta, n)
+	for i := range ds {
+		ds[i] = delta{Type: fifo.Updated, Entry: ent(reg.pod(i % numKeys))}
 	}
 	ctx := context.Background()
-	n := 0
-	processBatch := func(items []item, _ bool) error { n += len(items); return nil }
-	processOne := func(item, bool) error { n++; return nil }
-
 	for _, tc := range []struct {
 		name     string
-		ordering fifo.Ordering
-		batch    bool
-		max      float64 // allocations per 100-event cycle
+		maxBatch int
+		push     func(q *fifo.Queue[pod])
 	}{
-		{"InOrder Add+PopBatch", fifo.InOrder, true, 1},
-		{"InOrder Add+Pop", fifo.InOrder, false, 1},
-		{"PerKey Add+PopBatch", fifo.PerKey, true, events},
-		{"PerKey Add+Pop", fifo.PerKey, false, events},
+		{"Push one by one, one Pop", n, func(q *fifo.Queue[pod]) {
+			for _, d := range ds {
+				_ = q.Push(d)
+			}
+		}},
+		{"one Push of all, one Pop", n, func(q *fifo.Queue[pod]) { _ = q.Push(ds...) }},
+		{"Push one by one, Pops of 5", 5, func(q *fifo.Queue[pod]) {
+			for _, d := range ds {
+				_ = q.Push(d)
+			}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q := fifo.New(opts{Ordering: tc.ordering})
+			q := fifo.New[pod](fifo.Options{MaxBatch: tc.maxBatch})
 			cycle := func() {
-				for _, o := range pods {
-					if err := q.Add(o); err != nil {
-						t.Fatal(err)
-					}
-				}
+				tc.push(q)
 				for q.Len() > 0 {
-					var err error
-					if tc.batch {
-						err = q.PopBatch(ctx, processBatch)
-					} else {
-						err = q.Pop(ctx, processOne)
-					}
-					if err != nil {
+					if _, err := q.Pop(ctx); err != nil {
 						t.Fatal(err)
 					}
 				}
 			}
-			for range 10 {
-				cycle() // grow the buffers to their steady-state size
+			for range 10 { // warm-up: the buffers grow
+				cycle()
 			}
-			got := testing.AllocsPerRun(200, cycle)
-			t.Logf("%.2f allocs per %d-event cycle (%.3f per event)", got, events, got/events)
-			if got > tc.max {
-				t.Errorf("%.2f allocs per %d-event cycle, want <= %v", got, events, tc.max)
+			if a := testing.AllocsPerRun(200, cycle); a != 0 {
+				t.Errorf("%v allocations per %d deltas, want 0", a, n)
 			}
 		})
+	}
+}
+
+// TestQueueAllocsWhileBacklogged: a consumer that lags (the queue never
+// empties) allocates nothing either, as the buffer compacts in place.
+func TestQueueAllocsWhileBacklogged(t *testing.T) {
+	reg := newRegistry()
+	d := delta{Type: fifo.Added, Entry: ent(reg.pod(0))}
+	q := fifo.New[pod](fifo.Options{MaxBatch: 10})
+	ctx := context.Background()
+	for range 5000 {
+		_ = q.Push(d)
+	}
+	cycle := func() { // 10 in, 10 out: the backlog stays at 5000
+		for range 10 {
+			_ = q.Push(d)
+		}
+		if _, err := q.Pop(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2000 {
+		cycle()
+	}
+	if a := testing.AllocsPerRun(2000, cycle); a != 0 {
+		t.Errorf("%v allocations per 10 deltas, want 0", a)
 	}
 }

@@ -7,26 +7,33 @@ import (
 
 	k8scache "k8s.io/client-go/tools/cache"
 
+	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/fifo"
 )
 
-// BenchmarkQueue compares fifo with its client-go twin on the same
+// BenchmarkQueue compares each queue with its client-go twin on the same
 // pre-built pod events: 1000 events over 250 keys (an Add per key, then
 // three rounds of Updates), all written, then all popped, per iteration.
-//
-//   - InOrder: fifo InOrder Add + PopBatch vs RealFIFO Add + PopBatch.
-//     RealFIFO closes a batch at the first repeated key, so its batches
-//     hold at most 250 deltas here; fifo's hold up to MaxBatch (1000).
-//   - PerKey: fifo PerKey Add + Pop vs DeltaFIFO Add + Pop (250 items of 4
-//     deltas each).
-//
 // Neither consumer does any work. ns/event is the time per written event.
+//
+//   - InOrder: Queue Push (one delta per event, its key computed as a
+//     reflector would) + Pop vs RealFIFO with atomic events Add +
+//     PopBatch. RealFIFO closes a batch at the first repeated key, so its
+//     batches hold at most 250 deltas here; Queue's hold up to MaxBatch
+//     (1000).
+//   - PerKey: KeyedQueue Add (of a literal entry: it computes the key) +
+//     Pop vs DeltaFIFO (KnownObjects, EmitDeltaTypeReplaced) Add + Pop: 250
+//     items of 4 deltas each.
 func BenchmarkQueue(b *testing.B) {
 	const keys, rounds = 250, 4
+	reg := newRegistry()
 	var events []pod
 	for r := range rounds {
 		for k := range keys {
-			events = append(events, p(fmt.Sprintf("pod-%d", k), fmt.Sprint(r*keys+k+1)))
+			o := reg.pod(0)
+			o.Name = fmt.Sprintf("pod-%d", k)
+			o.ResourceVersion = fmt.Sprint(r*keys + k + 1)
+			events = append(events, o)
 		}
 	}
 	ctx := context.Background()
@@ -36,26 +43,29 @@ func BenchmarkQueue(b *testing.B) {
 
 	b.Run("InOrder/fifo", func(b *testing.B) {
 		b.ReportAllocs()
-		q := fifo.New(opts{Ordering: fifo.InOrder})
-		n := 0
-		process := func(items []item, _ bool) error { n += len(items); return nil }
+		q := fifo.New[pod](fifo.Options{})
 		for b.Loop() {
 			for _, o := range events {
-				if err := q.Add(o); err != nil {
+				if err := q.Push(delta{Type: fifo.Added, Entry: cache.Entry[pod]{Key: cache.KeyOf(o), Object: o}}); err != nil {
 					b.Fatal(err)
 				}
 			}
-			for q.Len() > 0 {
-				if err := q.PopBatch(ctx, process); err != nil {
+			for n := 0; n < len(events); {
+				ds, err := q.Pop(ctx)
+				if err != nil {
 					b.Fatal(err)
 				}
+				n += len(ds)
 			}
 		}
 		perEvent(b)
 	})
 	b.Run("InOrder/client-go-RealFIFO", func(b *testing.B) {
 		b.ReportAllocs()
-		q := k8scache.NewRealFIFOWithOptions(k8scache.RealFIFOOptions{KnownObjects: k8scache.NewStore(k8scache.MetaNamespaceKeyFunc)})
+		q := k8scache.NewRealFIFOWithOptions(k8scache.RealFIFOOptions{
+			AtomicEvents: true,
+			KeyFunction:  k8scache.MetaNamespaceKeyFunc,
+		})
 		n := 0
 		batch := func(ds []k8scache.Delta, _ bool) error { n += len(ds); return nil }
 		single := func(any, bool) error { n++; return nil }
@@ -75,19 +85,19 @@ func BenchmarkQueue(b *testing.B) {
 	})
 	b.Run("PerKey/fifo", func(b *testing.B) {
 		b.ReportAllocs()
-		q := fifo.New(opts{Ordering: fifo.PerKey})
-		n := 0
-		process := func(it item, _ bool) error { n += len(it.Deltas); return nil }
+		q := fifo.NewKeyed[pod](fifo.Options{})
 		for b.Loop() {
 			for _, o := range events {
-				if err := q.Add(o); err != nil {
+				if err := q.Add(cache.Entry[pod]{Object: o}); err != nil {
 					b.Fatal(err)
 				}
 			}
-			for q.Len() > 0 {
-				if err := q.Pop(ctx, process); err != nil {
+			for n := 0; n < len(events); {
+				it, err := q.Pop(ctx)
+				if err != nil {
 					b.Fatal(err)
 				}
+				n += len(it.Deltas)
 			}
 		}
 		perEvent(b)

@@ -1,31 +1,47 @@
 package fifo
 
 import (
-	"iter"
+	"errors"
 	"strconv"
 
 	"github.com/typedinformer/informer/cache"
 )
 
+// ErrClosed is returned by Pop once the queue is closed and drained, and by
+// writes after Close.
+var ErrClosed = errors.New("fifo: queue closed")
+
 // DeltaType is the kind of change a [Delta] carries.
 type DeltaType uint8
 
-// The kinds of change.
+// The kinds of change. [Queue] carries all of them; [KeyedQueue] uses
+// Added, Updated, Deleted, Replaced and Sync, each with an object.
 const (
 	// Added: the object was created (a watch ADDED event).
 	Added DeltaType = iota + 1
 	// Updated: the object was modified (a watch MODIFIED event).
 	Updated
-	// Deleted: the object was deleted. With FinalStateUnknown set, the
-	// deletion was inferred from a list that no longer had the object.
+	// Deleted: the object was deleted. In a KeyedQueue, FinalStateUnknown
+	// marks a deletion inferred from a list that no longer had the object.
 	Deleted
-	// Replaced: the object was in a full list (Replace).
+	// Replaced: the object is part of a full list. In a Queue, Replaced
+	// deltas come between a ReplaceStart and a ReplaceEnd.
 	Replaced
-	// Sync: a periodic resync of an object already known to the consumer.
+	// Sync: in a Queue, a request to resync every object the consumer
+	// holds (no object); in a KeyedQueue, the resync of one object.
 	Sync
+	// ReplaceStart opens a full list in a Queue: the consumer collects the
+	// Replaced deltas that follow and, at ReplaceEnd, makes its content
+	// exactly that list. A ReplaceStart while a list is open discards it.
+	ReplaceStart
+	// ReplaceEnd closes a full list; ResourceVersion is the list's.
+	ReplaceEnd
+	// Bookmark reports progress without a change: the source is at
+	// ResourceVersion.
+	Bookmark
 )
 
-// String returns the client-go name of the type ("Added", "Updated", ...).
+// String returns the type's name ("Added", "ReplaceEnd", ...).
 func (t DeltaType) String() string {
 	switch t {
 	case Added:
@@ -38,60 +54,70 @@ func (t DeltaType) String() string {
 		return "Replaced"
 	case Sync:
 		return "Sync"
+	case ReplaceStart:
+		return "ReplaceStart"
+	case ReplaceEnd:
+		return "ReplaceEnd"
+	case Bookmark:
+		return "Bookmark"
 	}
 	return "DeltaType(" + strconv.Itoa(int(t)) + ")"
 }
 
-// Delta is one change to one object.
+// Delta is one change. Entry holds the object (and its key) for every type
+// but ReplaceStart, ReplaceEnd, Bookmark and a Queue's Sync.
 type Delta[T cache.Object] struct {
 	// Type is the kind of change.
 	Type DeltaType
-	// Object is the object after the change; for Deleted, the object as it
-	// was deleted. For a Deleted delta with FinalStateUnknown, it is the last
-	// state the queue or the consumer knew, and is the zero T if neither knew
-	// one.
-	Object T
-	// FinalStateUnknown is set on a Deleted delta that Replace inferred
-	// because the object was missing from a new list: the deletion happened
-	// while nobody watched, and Object may be stale.
+	// Entry is the object after the change; for Deleted, the object as it
+	// was deleted, or, with FinalStateUnknown, the last state the queue
+	// knew (the zero T if it knew none).
+	cache.Entry[T]
+	// ResourceVersion is set on ReplaceEnd and Bookmark.
+	ResourceVersion string
+	// FinalStateUnknown is set on a Deleted delta that a KeyedQueue
+	// inferred because the object was missing from a new list: the
+	// deletion happened while nobody watched, and the object may be stale.
 	FinalStateUnknown bool
 }
 
-// Item is what the consumer pops: a key and its deltas, oldest first. In
-// [InOrder] queues an Item always holds exactly one delta.
-type Item[T cache.Object] struct {
-	// Key is the key of every delta's object.
-	Key cache.Key
-	// Deltas are the item's changes, oldest first.
-	Deltas []Delta[T]
+// sliceQueue is a FIFO slice with an O(1) pop from the head and amortised
+// O(1) push; it compacts when the consumed head dominates.
+type sliceQueue[E any] struct {
+	buf  []E
+	head int
 }
 
-// Newest returns the most recent delta of the item.
-func (it Item[T]) Newest() Delta[T] {
-	if len(it.Deltas) == 0 {
-		return Delta[T]{}
+func (r *sliceQueue[E]) len() int { return len(r.buf) - r.head }
+
+func (r *sliceQueue[E]) push(e E) {
+	if r.head > 0 && r.head == len(r.buf) {
+		r.buf, r.head = r.buf[:0], 0
+	} else if r.head >= 1024 && r.head*2 >= len(r.buf) {
+		n := copy(r.buf, r.buf[r.head:])
+		clear(r.buf[n:])
+		r.buf, r.head = r.buf[:n], 0
 	}
-	return it.Deltas[len(it.Deltas)-1]
+	r.buf = append(r.buf, e)
 }
 
-// KnownObjects is the consumer's view of what it has already processed,
-// usually its cache (a *cache.Indexer satisfies it). The queue uses it to
-// find objects that vanished across a Replace and the objects to resync.
-type KnownObjects[T cache.Object] interface {
-	Keys() iter.Seq[cache.Key]
-	GetByKey(key cache.Key) (T, bool, error)
+// at returns the i-th item from the head.
+func (r *sliceQueue[E]) at(i int) E { return r.buf[r.head+i] }
+
+// pop removes and returns the head item.
+func (r *sliceQueue[E]) pop() E {
+	var zero E
+	e := r.buf[r.head]
+	r.buf[r.head] = zero
+	r.head++
+	return e
 }
 
-// collapseDeletes collapses two consecutive deletions of a key into one,
-// preferring a deletion with a known final state over an inferred one.
-func collapseDeletes[T cache.Object](d []Delta[T]) []Delta[T] {
-	n := len(d)
-	if n < 2 || d[n-1].Type != Deleted || d[n-2].Type != Deleted {
-		return d
+// all yields the queued items from head to tail.
+func (r *sliceQueue[E]) all(yield func(E) bool) {
+	for _, e := range r.buf[r.head:] {
+		if !yield(e) {
+			return
+		}
 	}
-	if d[n-2].FinalStateUnknown {
-		d[n-2] = d[n-1]
-	}
-	d[n-1] = Delta[T]{}
-	return d[:n-1]
 }

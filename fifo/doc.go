@@ -1,45 +1,35 @@
-// Package fifo is the typed delta queue between a reflector and an
-// informer's cache.
+// Package fifo is the typed delta queue between a reflector and the writer
+// of an informer's cache.
 //
-// A producer (the reflector) reports what it saw with [Queue.Add],
-// [Queue.Update], [Queue.Delete] and, after a list, [Queue.Replace]; a single
-// consumer (the informer) takes changes out with [Queue.Pop] or
-// [Queue.PopBatch], applies them to its cache and notifies handlers. Every
-// change is a [Delta] whose object is a T: a deletion whose final state is
-// unknown (the object vanished while the watch was down) is a Deleted delta
-// with FinalStateUnknown set and the last known object, never an untyped
-// tombstone.
+// Every change is a [Delta] whose object is a T, carried in a
+// [cache.Entry] with its key (and, when the producer prepared it, its index
+// values), never an interface{}.
 //
-// # Orderings
+// # Two queues, one algorithm each
 //
-// A Queue has one of two orderings, chosen in [Options]:
+//   - [Queue] is the informer's queue: every delta comes out exactly once,
+//     in the order it went in, in batches ([Queue.Pop]). A full list is
+//     ReplaceStart, Replaced..., ReplaceEnd, pushed at once ([Queue.Replace])
+//     or page by page as it arrives, and a resync is one Sync delta. The
+//     queue attaches no meaning to what it carries: the consumer applies a
+//     list as one write and infers the deletions it implies, which is what
+//     makes a relist atomic for readers. This is client-go's RealFIFO with
+//     atomic events, the default of client-go v0.37 informers.
+//   - [KeyedQueue] accumulates the deltas of each key and hands out a key
+//     with all of them; it infers deletions (Deleted with
+//     FinalStateUnknown, the typed tombstone) itself and remembers what it
+//     handed out instead of reading the consumer's cache. This is
+//     client-go's DeltaFIFO.
 //
-//   - [PerKey] accumulates the deltas of each key in arrival order and hands
-//     out a key with all its pending deltas at once; keys leave in the order
-//     they first arrived. Consecutive deletions of a key collapse into one.
-//     This is client-go's DeltaFIFO.
-//   - [InOrder] hands out every delta on its own, in exactly the order the
-//     producer reported them. This is client-go's RealFIFO, which client-go
-//     v0.37 informers use by default.
+// In a Queue, when the delta carrying resourceVersion R has come out,
+// every earlier one has too: "the consumer has seen R" is a true statement,
+// the ground a read-your-own-writes wait needs. In a KeyedQueue a later
+// delta of a queued key overtakes earlier deltas of other keys.
 //
-// Informers in this module use InOrder. Popping in arrival order means that
-// when the delta carrying resourceVersion R has been applied, every earlier
-// event has been too, so "the cache has seen R" is a true statement, the
-// ground a read-your-own-writes barrier needs (the informer does not offer
-// one yet); with PerKey a later delta of an already queued key overtakes
-// earlier deltas of other keys. InOrder
-// also needs no per-key map, so it is cheaper per event. PerKey remains for
-// consumers that want coalescing by key (a slow consumer then sees a key
-// once with its whole history) and for DeltaFIFO parity.
+// # Locks
 //
-// # Processing
-//
-// Pop and PopBatch hold the queue's lock while the process function runs,
-// as client-go does: that keeps Replace and Resync, which look at the
-// consumer's cache through [KnownObjects], from racing with a change that
-// has left the queue but has not reached the cache yet. The process function
-// must therefore not call back into the queue. If it returns an error the
-// popped deltas are put back at the head of the queue, unchanged, and the
-// error is returned; if it panics they are put back the same way, the lock
-// is released and the panic goes on.
+// Each queue has one mutex, held only to move deltas in and out. Nothing
+// runs under it: not the consumer (Pop hands out and returns), not user
+// code, not another package. Pop takes ctx and returns [ErrClosed] once a
+// closed queue is drained.
 package fifo

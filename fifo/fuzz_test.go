@@ -1,61 +1,52 @@
 package fifo_test
 
 import (
-	"fmt"
-	"math/rand/v2"
 	"testing"
-
-	"github.com/typedinformer/informer/fifo"
 )
 
 // maxFuzzOps bounds a fuzz script so that one input stays fast.
-const maxFuzzOps = 300
+const maxFuzzOps = 400
 
-// FuzzQueue decodes an op script from the input (see decodeScript) and runs
-// it against the reference model; when the configuration has KnownObjects it
-// also runs it against client-go (DeltaFIFO for PerKey, RealFIFO for
-// InOrder) with sorted KnownObjects, comparing every item in exact order.
-//
-// data[0] is the configuration: bit 0 PerKey, bit 1 KnownObjects, bits 2-3
-// MaxBatch (0 = default, else 1..3), bit 4 Transform, bit 5 Close at the end
-// (model run only).
+// FuzzQueue decodes an op script (decodeScript) from data[1:] and runs it
+// against the Queue reference model, close ops included, and, up to its
+// first close, against client-go's RealFIFO. data[0] picks MaxBatch from
+// diffMaxBatches.
 func FuzzQueue(f *testing.F) {
-	for seed := range 8 {
-		rng := rand.New(rand.NewPCG(uint64(seed), 0xf022))
-		f.Add(append([]byte{byte(seed*5) | 2}, encodeScript(genScript(rng, 40))...))
+	for i := range 6 {
+		script := genScript(scriptRand(0xf1f0, i), 60, genConfig{inOrder: true, close: i%2 == 1})
+		f.Add(append([]byte{byte(i)}, encodeScript(script)...))
 	}
-	f.Fuzz(fuzzBody)
+	f.Add(append([]byte{1}, encodeScript(parseScript("replace 0 1 0; add 2; pop; pop; close; pop; pop; pop; add 1; pop"))...))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		mb := diffMaxBatches[int(data[0])%len(diffMaxBatches)]
+		ops := decodeScript(data[1:])
+		if len(ops) > maxFuzzOps {
+			ops = ops[:maxFuzzOps]
+		}
+		newQueueRunner(t, mb).run(ops)
+		newQueueDiff(t, mb).run(ops)
+	})
 }
 
-// fuzzBody is one FuzzQueue input.
-func fuzzBody(t *testing.T, data []byte) {
-	if len(data) == 0 {
-		return
+// FuzzKeyedQueue decodes an op script from data and runs it against the
+// KeyedQueue reference model, close ops included, and, up to its first
+// close, against client-go's DeltaFIFO.
+func FuzzKeyedQueue(f *testing.F) {
+	for i := range 6 {
+		f.Add(encodeScript(genScript(scriptRand(0xf1f1, i), 60, genConfig{close: i%2 == 1})))
 	}
-	cfg := data[0]
-	ops := decodeScript(data[1:])
-	if len(ops) > maxFuzzOps {
-		ops = ops[:maxFuzzOps]
+	for _, sc := range keyedScenarios {
+		f.Add(encodeScript(parseScript(sc.script)))
 	}
-	ordering := fifo.Ordering(cfg & 1)
-	hasKnown := cfg&2 != 0
-	maxBatch := int(cfg>>2) & 3
-	transform := cfg&16 != 0
-
-	r := newModelRunner(t, ordering, hasKnown, maxBatch, transform)
-	i := 0
-	r.where = func() string {
-		return fmt.Sprintf("model (%s, known=%v, maxBatch=%d, transform=%v) op %d\nscript: %v",
-			orderingName(ordering), hasKnown, maxBatch, transform, i, ops[:min(i+1, len(ops))])
-	}
-	for i = range ops {
-		r.step(ops[i])
-	}
-	if cfg&32 != 0 {
-		r.close(rand.New(rand.NewPCG(uint64(len(data)), uint64(cfg))))
-	}
-
-	if hasKnown {
-		runDiff(t, diffConfig{ordering: ordering, sorted: true, transform: transform, maxBatch: maxBatch}, ops, map[string]int{})
-	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ops := decodeScript(data)
+		if len(ops) > maxFuzzOps {
+			ops = ops[:maxFuzzOps]
+		}
+		newKeyedRunner(t).run(ops)
+		newKeyedDiff(t).run(ops)
+	})
 }

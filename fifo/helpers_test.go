@@ -1,10 +1,10 @@
 package fifo_test
 
 import (
-	"cmp"
-	"context"
-	"iter"
-	"slices"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"testing"
 	"time"
 
@@ -15,195 +15,152 @@ import (
 	"github.com/typedinformer/informer/fifo"
 )
 
-// Shared helpers for the fifo tests: pod builders, a printable view of popped
-// items, consumers that apply popped deltas to a store, and KnownObjects
-// adapters.
+// Shared helpers: type shorthands, the seed of the randomised tests, a
+// registry that names test objects by identity, and printable views of
+// deltas and items.
 
 type (
 	pod   = *corev1.Pod
-	queue = fifo.Queue[*corev1.Pod]
-	item  = fifo.Item[*corev1.Pod]
 	delta = fifo.Delta[*corev1.Pod]
-	opts  = fifo.Options[*corev1.Pod]
+	entry = cache.Entry[*corev1.Pod]
+	item  = fifo.Item[*corev1.Pod]
 )
 
-// mkPod returns a pod; rv tells test objects apart in views.
-func mkPod(ns, name, rv string) pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: rv}}
+var (
+	seedFlag    = flag.Uint64("fifo.seed", 0, "seed of the randomised fifo tests (0: from the clock)")
+	scriptsFlag = flag.Int("fifo.scripts", 0, "number of random scripts per randomised fifo test (0: the default)")
+)
+
+// testSeed returns the seed of a randomised test and logs it if the test
+// fails, so that -fifo.seed reproduces the failure.
+func testSeed(t testing.TB) uint64 {
+	t.Helper()
+	s := *seedFlag
+	if s == 0 {
+		s = uint64(time.Now().UnixNano())
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("random seed %d: rerun with -fifo.seed=%d", s, s)
+		}
+	})
+	return s
 }
 
-// p is mkPod in namespace "ns".
-func p(name, rv string) pod { return mkPod("ns", name, rv) }
+// numScripts is -fifo.scripts, or def (def/10 with -short).
+func numScripts(def int) int {
+	if *scriptsFlag > 0 {
+		return *scriptsFlag
+	}
+	if testing.Short() {
+		return max(1, def/10)
+	}
+	return def
+}
 
-// podID names an object by key and resourceVersion; the zero object is
-// "<nil>". Every test object has a distinct name+RV, so equal IDs mean the
-// same object.
-func podID(o pod) string {
+// scriptRand is the generator of script i of a run seeded with seed.
+func scriptRand(seed uint64, i int) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, uint64(i)))
+}
+
+// failer is the part of testing.TB the script runners use, so that a test
+// can check that a runner does fail (see TestRunnersCanFail).
+type failer interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// numKeys keys: k%3 picks the namespace ("a", "b" or cluster-scoped), so
+// keys print as "a/p0", "b/p1", "p2", ...
+const numKeys = 6
+
+func keyOfIndex(i int) cache.Key {
+	return cache.Key{Namespace: [...]string{"a", "b", ""}[i%3], Name: "p" + strconv.Itoa(i)}
+}
+
+// registry makes the test objects: every object is a new pointer with a
+// serial resourceVersion, and id names an object by identity, so two
+// different pointers never print alike even with equal content.
+type registry struct {
+	ids map[pod]string
+	n   int
+}
+
+func newRegistry() *registry { return &registry{ids: map[pod]string{}} }
+
+// pod returns a new object for key index k.
+func (r *registry) pod(k int) pod {
+	r.n++
+	key := keyOfIndex(k)
+	o := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, ResourceVersion: strconv.Itoa(r.n)}}
+	r.ids[o] = key.String() + "#" + o.ResourceVersion
+	return o
+}
+
+// rv returns a new resourceVersion for a list or a bookmark.
+func (r *registry) rv() string {
+	r.n++
+	return strconv.Itoa(r.n)
+}
+
+func (r *registry) id(o pod) string {
 	if o == nil {
 		return "<nil>"
 	}
-	return cache.KeyOf(o).String() + "@" + o.ResourceVersion
+	if s, ok := r.ids[o]; ok {
+		return s
+	}
+	return fmt.Sprintf("foreign(%s/%s@%s %p)", o.Namespace, o.Name, o.ResourceVersion, o)
 }
 
-// dv is a printable Delta.
+// anyID is id for an object from client-go (an interface{}).
+func (r *registry) anyID(o any) string {
+	switch o := o.(type) {
+	case nil:
+		return "<nil>"
+	case pod:
+		return r.id(o)
+	}
+	return fmt.Sprintf("non-pod(%T)", o)
+}
+
+// dv is a printable delta.
 type dv struct {
 	Type string
+	Key  string
 	Obj  string
-	FSU  bool
+	RV   string `json:",omitempty"`
+	FSU  bool   `json:",omitempty"`
 }
 
-// iv is a printable popped Item with its isInInitialList flag.
+func (r *registry) viewDelta(d delta) dv {
+	return dv{Type: d.Type.String(), Key: d.Key.String(), Obj: r.id(d.Object), RV: d.ResourceVersion, FSU: d.FinalStateUnknown}
+}
+
+func (r *registry) viewDeltas(ds []delta) []dv {
+	if ds == nil {
+		return nil
+	}
+	out := make([]dv, 0, len(ds))
+	for _, d := range ds {
+		out = append(out, r.viewDelta(d))
+	}
+	return out
+}
+
+// iv is a printable KeyedQueue item.
 type iv struct {
 	Key     string
 	Deltas  []dv
 	Initial bool
 }
 
-func viewDelta(d delta, id func(pod) string) dv {
-	return dv{Type: d.Type.String(), Obj: id(d.Object), FSU: d.FinalStateUnknown}
+func (r *registry) viewItem(it item) iv {
+	return iv{Key: it.Key.String(), Deltas: r.viewDeltas(it.Deltas), Initial: it.Initial}
 }
 
-// viewItem copies it (its slices are reused by the queue after process).
-func viewItem(it item, initial bool, id func(pod) string) iv {
-	out := iv{Key: it.Key.String(), Initial: initial}
-	for _, d := range it.Deltas {
-		out.Deltas = append(out.Deltas, viewDelta(d, id))
-	}
-	return out
-}
-
-// ivEqual is a fast equality for views; failures print gocmp.Diff.
-func ivEqual(a, b iv) bool {
-	return a.Key == b.Key && a.Initial == b.Initial && slices.Equal(a.Deltas, b.Deltas)
-}
-
-// Delta view constructors for expectations.
-func add(o pod) dv  { return dv{Type: "Added", Obj: podID(o)} }
-func upd(o pod) dv  { return dv{Type: "Updated", Obj: podID(o)} }
-func del(o pod) dv  { return dv{Type: "Deleted", Obj: podID(o)} }
-func rep(o pod) dv  { return dv{Type: "Replaced", Obj: podID(o)} }
-func syn(o pod) dv  { return dv{Type: "Sync", Obj: podID(o)} }
-func tomb(o pod) dv { return dv{Type: "Deleted", Obj: podID(o), FSU: true} }
-func it(key string, initial bool, ds ...dv) iv {
-	return iv{Key: key, Deltas: ds, Initial: initial}
-}
-
-// apply is what an informer does with a popped item: Deleted removes the key,
-// every other delta stores its object.
-func apply(store *cache.Indexer[pod], it item) {
-	for _, d := range it.Deltas {
-		if d.Type == fifo.Deleted {
-			store.DeleteKey(it.Key)
-		} else if err := store.Set(it.Key, d.Object); err != nil {
-			panic(err)
-		}
-	}
-}
-
-func newStore(t testing.TB) *cache.Indexer[pod] {
-	t.Helper()
-	x, err := cache.NewIndexer(cache.IndexerOptions[pod]{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return x
-}
-
-// sortedKnown is a KnownObjects over an Indexer whose Keys come out sorted by
-// their string form, so that inferred deletions from KnownObjects are queued
-// in a deterministic order.
-type sortedKnown struct{ x *cache.Indexer[pod] }
-
-func (s sortedKnown) Keys() iter.Seq[cache.Key] {
-	keys := s.x.ListKeys()
-	slices.SortFunc(keys, func(a, b cache.Key) int { return cmp.Compare(a.String(), b.String()) })
-	return slices.Values(keys)
-}
-
-func (s sortedKnown) GetByKey(k cache.Key) (pod, bool, error) { return s.x.GetByKey(k) }
-
-// fakeKnown is a fixed KnownObjects; keys listed in ghosts are yielded by
-// Keys but not found by GetByKey, like a store changing under the queue.
-type fakeKnown struct {
-	objs   []pod
-	ghosts []cache.Key
-}
-
-func (f fakeKnown) Keys() iter.Seq[cache.Key] {
-	return func(yield func(cache.Key) bool) {
-		for _, o := range f.objs {
-			if !yield(cache.KeyOf(o)) {
-				return
-			}
-		}
-		for _, k := range f.ghosts {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
-func (f fakeKnown) GetByKey(k cache.Key) (pod, bool, error) {
-	for _, o := range f.objs {
-		if cache.KeyOf(o) == k {
-			return o, true, nil
-		}
-	}
-	return nil, false, nil
-}
-
-// popCtx bounds a pop that must not block in a test.
-func popCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// popOne pops one item, applies it to store (if not nil) and returns its
-// view; it fails the test if the queue is empty.
-func popOne(t testing.TB, q *queue, store *cache.Indexer[pod]) iv {
-	t.Helper()
-	if q.Len() == 0 {
-		t.Fatalf("popOne: queue is empty")
-	}
-	var got iv
-	err := q.Pop(popCtx(t), func(it item, initial bool) error {
-		got = viewItem(it, initial, podID)
-		if store != nil {
-			apply(store, it)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("Pop: %v", err)
-	}
-	return got
-}
-
-// drain pops every queued item one by one.
-func drain(t testing.TB, q *queue, store *cache.Indexer[pod]) []iv {
-	t.Helper()
-	var out []iv
-	for q.Len() > 0 {
-		out = append(out, popOne(t, q, store))
-	}
-	return out
-}
-
-// orderings runs f for both orderings as subtests.
-func orderings(t *testing.T, f func(t *testing.T, o fifo.Ordering)) {
-	for _, o := range []fifo.Ordering{fifo.InOrder, fifo.PerKey} {
-		t.Run(orderingName(o), func(t *testing.T) { f(t, o) })
-	}
-}
-
-func orderingName(o fifo.Ordering) string {
-	if o == fifo.PerKey {
-		return "PerKey"
-	}
-	return "InOrder"
-}
+// ent is the entry of o with its key.
+func ent(o pod) entry { return entry{Key: cache.KeyOf(o), Object: o} }
 
 func must(t testing.TB, err error) {
 	t.Helper()

@@ -1,0 +1,126 @@
+package fifo
+
+import (
+	"context"
+	"sync"
+
+	"github.com/typedinformer/informer/cache"
+)
+
+// DefaultMaxBatch is the default for [Options.MaxBatch].
+const DefaultMaxBatch = 1000
+
+// Options configures [New] and [NewKeyed]. The zero value is ready to use.
+type Options struct {
+	// MaxBatch bounds how many deltas one Queue.Pop hands out. Default:
+	// DefaultMaxBatch.
+	MaxBatch int
+}
+
+// Queue is the in-order delta queue of the informer pipeline: every delta
+// comes out exactly once, in the order it went in, in batches. A full list
+// travels as ReplaceStart, Replaced..., ReplaceEnd, so it can be handed
+// over page by page and the consumer can apply it as one write; a resync is
+// one Sync delta. The queue never looks at what it carries and calls
+// nothing while holding its lock: what a delta means is the consumer's
+// business. It is client-go's RealFIFO with atomic events.
+//
+// Push may be called from any goroutine; Pop is for a single consumer.
+type Queue[T cache.Object] struct {
+	maxBatch int
+
+	mu     sync.Mutex
+	items  sliceQueue[Delta[T]]
+	out    []Delta[T] // the batch handed out last
+	closed bool
+	wake   chan struct{} // one pending wake-up for a waiting Pop
+	done   chan struct{} // closed by Close
+}
+
+// New returns an empty Queue.
+func New[T cache.Object](opts Options) *Queue[T] {
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = DefaultMaxBatch
+	}
+	return &Queue[T]{maxBatch: opts.MaxBatch, wake: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// Push appends deltas, all at once: Pop never hands out a part of them
+// before the rest is queued. It returns ErrClosed after Close.
+func (q *Queue[T]) Push(deltas ...Delta[T]) error {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return ErrClosed
+	}
+	for _, d := range deltas {
+		q.items.push(d)
+	}
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// Replace pushes a whole list at once: ReplaceStart, a Replaced delta per
+// entry, and ReplaceEnd with resourceVersion.
+func (q *Queue[T]) Replace(list []cache.Entry[T], resourceVersion string) error {
+	ds := make([]Delta[T], 0, len(list)+2)
+	ds = append(ds, Delta[T]{Type: ReplaceStart})
+	for _, e := range list {
+		ds = append(ds, Delta[T]{Type: Replaced, Entry: e})
+	}
+	ds = append(ds, Delta[T]{Type: ReplaceEnd, ResourceVersion: resourceVersion})
+	return q.Push(ds...)
+}
+
+// Pop waits until deltas are queued and hands out up to MaxBatch of them,
+// oldest first. The slice is reused by the next Pop: use it, or copy what
+// you keep, before calling Pop again (the objects themselves may be kept).
+// Pop returns ctx's error if ctx ends first, and ErrClosed once the queue
+// is closed and empty.
+func (q *Queue[T]) Pop(ctx context.Context) ([]Delta[T], error) {
+	for {
+		q.mu.Lock()
+		if n := min(q.items.len(), q.maxBatch); n > 0 {
+			clear(q.out)
+			q.out = q.out[:0]
+			for range n {
+				q.out = append(q.out, q.items.pop())
+			}
+			q.mu.Unlock()
+			return q.out, nil
+		}
+		closed := q.closed
+		q.mu.Unlock()
+		if closed {
+			return nil, ErrClosed
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-q.wake:
+		case <-q.done:
+		}
+	}
+}
+
+// Len returns the number of queued deltas.
+func (q *Queue[T]) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.items.len()
+}
+
+// Close makes Push fail and Pop return ErrClosed once the queue is empty.
+// It is safe to call more than once.
+func (q *Queue[T]) Close() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.closed {
+		q.closed = true
+		close(q.done)
+	}
+}
