@@ -6,6 +6,6 @@
 //
 // A deletion arrives as a [Deleted] value, never as an untyped tombstone:
 // when the informer inferred the deletion from a relist (the object vanished
-// while the watch was down), FinalStateUnknown is set and Obj is the last
+// while the watch was down), FinalStateUnknown is set and Object is the last
 // state the cache held.
 package handler

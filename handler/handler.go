@@ -25,15 +25,15 @@ type Handler[T cache.Object] interface {
 
 // Deleted describes a deletion.
 type Deleted[T cache.Object] struct {
-	// Obj is the deleted object as the server sent it, or, when
+	// Object is the deleted object as the server sent it, or, when
 	// FinalStateUnknown is set, the last state the cache held. It is the
 	// zero T only when nothing at all was known about the object.
-	Obj T
+	Object T
 	// Key is the deleted object's key; it is always set.
 	Key cache.Key
 	// FinalStateUnknown is set when the deletion was inferred from a relist
 	// that no longer had the object: the deletion happened while the watch
-	// was down, and Obj may be older than the object's last state.
+	// was down, and Object may be older than the object's last state.
 	FinalStateUnknown bool
 }
 
@@ -71,7 +71,8 @@ func (f Funcs[T]) OnDelete(d Deleted[T]) {
 // Filter passes to Handler only the objects Predicate accepts, and turns
 // transitions across the predicate into adds and deletes, as client-go's
 // FilteringResourceEventHandler does: an update from an accepted to a
-// rejected object is a delete, the reverse an add.
+// rejected object is a delete, the reverse an add. A nil Predicate accepts
+// everything; a nil Handler receives nothing.
 type Filter[T cache.Object] struct {
 	// Predicate accepts the objects Handler gets.
 	Predicate func(obj T) bool
@@ -79,23 +80,28 @@ type Filter[T cache.Object] struct {
 	Handler Handler[T]
 }
 
+func (f Filter[T]) accepts(obj T) bool { return f.Predicate == nil || f.Predicate(obj) }
+
 // OnAdd forwards accepted objects.
 func (f Filter[T]) OnAdd(obj T, isInInitialList bool) {
-	if f.Predicate(obj) {
+	if f.Handler != nil && f.accepts(obj) {
 		f.Handler.OnAdd(obj, isInInitialList)
 	}
 }
 
 // OnUpdate forwards, or converts into an add or a delete.
 func (f Filter[T]) OnUpdate(oldObj, newObj T) {
-	was, is := f.Predicate(oldObj), f.Predicate(newObj)
+	if f.Handler == nil {
+		return
+	}
+	was, is := f.accepts(oldObj), f.accepts(newObj)
 	switch {
 	case was && is:
 		f.Handler.OnUpdate(oldObj, newObj)
 	case !was && is:
 		f.Handler.OnAdd(newObj, false)
 	case was && !is:
-		f.Handler.OnDelete(Deleted[T]{Obj: oldObj, Key: cache.KeyOf(oldObj)})
+		f.Handler.OnDelete(Deleted[T]{Object: oldObj, Key: cache.KeyOf(oldObj)})
 	}
 }
 
@@ -103,7 +109,7 @@ func (f Filter[T]) OnUpdate(oldObj, newObj T) {
 // is unknown is forwarded, since the handler may have had it.
 func (f Filter[T]) OnDelete(d Deleted[T]) {
 	var zero T
-	if d.Obj == zero || f.Predicate(d.Obj) {
+	if f.Handler != nil && (d.Object == zero || f.accepts(d.Object)) {
 		f.Handler.OnDelete(d)
 	}
 }

@@ -2,7 +2,6 @@ package source
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"sync/atomic"
@@ -11,10 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/rest"
+	clientcache "k8s.io/client-go/tools/cache"
 
-	ourcache "github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/cache"
 )
 
 // Client is what every typed clientset client offers for one resource, such
@@ -26,46 +27,111 @@ type Client[L runtime.Object] interface {
 
 // FromClient adapts a typed clientset client. The list type is inferred:
 //
-//	src := source.FromClient[*corev1.Pod](clientset.CoreV1().Pods(metav1.NamespaceAll))
-func FromClient[T ourcache.Object, L runtime.Object](c Client[L]) Source[T] {
+//	src, err := source.FromClient[*corev1.Pod](clientset.CoreV1().Pods(metav1.NamespaceAll))
+//
+// It fails for a nil client and for a list type whose items are not T (a
+// Services client for a Pod source).
+func FromClient[T cache.Object, L runtime.Object](c Client[L]) (Source[T], error) {
+	if isNilValue(c) {
+		return nil, fmt.Errorf("%w: FromClient: nil client", ErrNilSource)
+	}
+	if err := checkListType[T, L](); err != nil {
+		return nil, err
+	}
 	return &runtimeSource[T]{
 		list: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			return c.List(ctx, opts)
 		},
-		watch: c.Watch,
+		watch:    c.Watch,
+		resource: clientResource[T](c),
+	}, nil
+}
+
+// checkListType refuses a list type whose Items hold another type than T.
+// A list type without an Items slice is left to the per-object check.
+func checkListType[T cache.Object, L runtime.Object]() error {
+	lt := reflect.TypeFor[L]()
+	if lt.Kind() == reflect.Pointer {
+		lt = lt.Elem()
 	}
+	if lt.Kind() != reflect.Struct {
+		return nil
+	}
+	f, ok := lt.FieldByName("Items")
+	if !ok || f.Type.Kind() != reflect.Slice {
+		return nil
+	}
+	item, want := f.Type.Elem(), reflect.TypeFor[T]()
+	if item == want || reflect.PointerTo(item) == want {
+		return nil
+	}
+	return fmt.Errorf("%w: FromClient: list type %v holds %v, not %v", ErrWrongType, reflect.TypeFor[L](), item, want)
+}
+
+// clientResource reads what a clientset client tells about its resource:
+// client-go's fake clients know it exactly; real ones know their group.
+func clientResource[T cache.Object](c any) Resource {
+	r := Resource{GroupResource: guessResource[T]()}
+	switch c := c.(type) {
+	case interface {
+		Resource() schema.GroupVersionResource
+		Namespace() string
+	}:
+		r.GroupResource = c.Resource().GroupResource()
+		if c.Namespace() != "" {
+			r.Scope = cache.ScopeNamespaced
+		}
+	case interface {
+		GetClient() rest.Interface
+		GetNamespace() string
+	}:
+		if rc := c.GetClient(); !isNilValue(rc) {
+			r.Group = rc.APIVersion().Group
+		}
+		if c.GetNamespace() != "" {
+			r.Scope = cache.ScopeNamespaced
+		}
+	}
+	return r
 }
 
 // FromListerWatcher adapts a client-go cache.ListerWatcher (for example
 // cache.NewListWatchFromClient, or a dynamic or metadata client wrapped in a
 // cache.ListWatch). A lister-watcher that also implements
-// cache.ListerWatcherWithContext gets the caller's context.
-func FromListerWatcher[T ourcache.Object](lw cache.ListerWatcher) Source[T] {
-	lwc := cache.ToListerWatcherWithContext(lw)
-	return &runtimeSource[T]{list: lwc.ListWithContext, watch: lwc.WatchWithContext}
+// cache.ListerWatcherWithContext gets the caller's context. It fails for a
+// nil lister-watcher.
+func FromListerWatcher[T cache.Object](lw clientcache.ListerWatcher) (Source[T], error) {
+	if isNilValue(lw) {
+		return nil, fmt.Errorf("%w: FromListerWatcher: nil lister-watcher", ErrNilSource)
+	}
+	lwc := clientcache.ToListerWatcherWithContext(lw)
+	return &runtimeSource[T]{list: lwc.ListWithContext, watch: lwc.WatchWithContext}, nil
 }
 
 // runtimeSource adapts list and watch functions on runtime.Objects.
-type runtimeSource[T ourcache.Object] struct {
-	list  func(context.Context, metav1.ListOptions) (runtime.Object, error)
-	watch func(context.Context, metav1.ListOptions) (watch.Interface, error)
+type runtimeSource[T cache.Object] struct {
+	list     func(context.Context, metav1.ListOptions) (runtime.Object, error)
+	watch    func(context.Context, metav1.ListOptions) (watch.Interface, error)
+	resource Resource
 }
+
+// Resource tells what the adapted client knows of its resource.
+func (s *runtimeSource[T]) Resource() Resource { return s.resource }
 
 func (s *runtimeSource[T]) List(ctx context.Context, opts metav1.ListOptions) (List[T], error) {
 	obj, err := s.list(ctx, opts)
 	if err != nil {
 		return List[T]{}, &Error{Phase: PhaseList, Err: err}
 	}
-	if isNil(obj) {
-		return List[T]{}, &Error{Phase: PhaseList, Err: fmt.Errorf("%w: nil list", ourcache.ErrNilObject)}
+	if isNilValue(obj) {
+		return List[T]{}, &Error{Phase: PhaseList, Err: fmt.Errorf("%w: nil list", ErrNilObject)}
 	}
 	lm, err := meta.ListAccessor(obj)
 	if err != nil {
 		return List[T]{}, &Error{Phase: PhaseList, Err: fmt.Errorf("%w: %T is not a list: %w", ErrWrongType, obj, err)}
 	}
 	out := List[T]{ResourceVersion: lm.GetResourceVersion(), Continue: lm.GetContinue()}
-	n := meta.LenList(obj)
-	out.Items = make([]T, 0, n)
+	out.Items = make([]T, 0, meta.LenList(obj))
 	err = meta.EachListItemWithAlloc(obj, func(item runtime.Object) error {
 		t, err := As[T](item)
 		if err != nil {
@@ -85,15 +151,15 @@ func (s *runtimeSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (
 	if err != nil {
 		return nil, &Error{Phase: PhaseWatchStart, Err: err}
 	}
-	if w == nil || reflect.ValueOf(w).Kind() == reflect.Pointer && reflect.ValueOf(w).IsNil() {
-		return nil, &Error{Phase: PhaseWatchStart, Err: fmt.Errorf("%w: nil watch", ourcache.ErrNilObject)}
+	if isNilValue(w) {
+		return nil, &Error{Phase: PhaseWatchStart, Err: fmt.Errorf("%w: nil watch", ErrNilObject)}
 	}
 	return &runtimeWatcher[T]{w: w}, nil
 }
 
 // runtimeWatcher converts a watch.Interface stream event by event, on the
 // caller's goroutine: no extra goroutine or channel hop.
-type runtimeWatcher[T ourcache.Object] struct {
+type runtimeWatcher[T cache.Object] struct {
 	w       watch.Interface
 	stopped atomic.Bool
 }
@@ -122,31 +188,31 @@ func (r *runtimeWatcher[T]) Next(ctx context.Context) (Event[T], error) {
 		if !ok || r.stopped.Load() {
 			return Event[T]{}, ErrWatchClosed
 		}
-		return convert[T](ev), nil
+		return convert[T](ev)
 	}
 }
 
-// convert turns a watch.Event into a typed Event; anything malformed becomes
-// an error event.
-func convert[T ourcache.Object](ev watch.Event) Event[T] {
+// convert turns a watch.Event into a typed Event, or the stream error it
+// carries.
+func convert[T cache.Object](ev watch.Event) (Event[T], error) {
 	switch ev.Type {
 	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
 		obj, err := As[T](ev.Object)
 		if err != nil {
-			return Event[T]{Type: watch.Error, Err: &Error{Phase: PhaseWatch, Err: fmt.Errorf("%s event: %w", ev.Type, err)}}
+			return Event[T]{}, &Error{Phase: PhaseWatch, Err: fmt.Errorf("%s event: %w", ev.Type, err)}
 		}
-		return Event[T]{Type: ev.Type, Object: obj}
+		return Event[T]{Type: ev.Type, Object: obj}, nil
 	case watch.Error:
-		return Event[T]{Type: watch.Error, Err: &Error{Phase: PhaseWatch, Err: statusError(ev.Object)}}
+		return Event[T]{}, &Error{Phase: PhaseWatch, Err: statusError(ev.Object)}
 	default:
-		return Event[T]{Type: watch.Error, Err: &Error{Phase: PhaseWatch, Err: fmt.Errorf("%w: unknown watch event type %q", ErrMalformed, ev.Type)}}
+		return Event[T]{}, &Error{Phase: PhaseWatch, Err: fmt.Errorf("%w: unknown watch event type %q", ErrMalformed, ev.Type)}
 	}
 }
 
 // statusError turns the object of an ERROR event into an error: the API
 // status it carries, or a malformed-event error.
 func statusError(obj runtime.Object) error {
-	if isNil(obj) {
+	if isNilValue(obj) {
 		return fmt.Errorf("%w: error event without a status", ErrMalformed)
 	}
 	if status, ok := obj.(*metav1.Status); ok {
@@ -158,17 +224,3 @@ func statusError(obj runtime.Object) error {
 	}
 	return fmt.Errorf("%w: error event carrying %T", ErrMalformed, obj)
 }
-
-// isNil reports a nil object, including a typed nil pointer in the
-// interface, which the API machinery's accessors would dereference.
-func isNil(obj runtime.Object) bool {
-	if obj == nil {
-		return true
-	}
-	v := reflect.ValueOf(obj)
-	return v.Kind() == reflect.Pointer && v.IsNil()
-}
-
-// ErrMalformed is wrapped by errors about frames that make no sense: an
-// unknown event type, an error event without a status.
-var ErrMalformed = errors.New("source: malformed watch event")

@@ -3,17 +3,27 @@
 // talks to an API server (or a file tree, or a test).
 //
 // Adapters turn what exists into a Source: [FromClient] takes any typed
-// clientset client (clientset.CoreV1().Pods(ns)), [FromListerWatcher] takes a
-// client-go cache.ListerWatcher, and [Fake] is an in-memory,
-// resourceVersion-aware source with fault injection for tests and demos.
+// clientset client (clientset.CoreV1().Pods(ns)) and [FromListerWatcher]
+// takes a client-go cache.ListerWatcher. Package sourcetest has an
+// in-memory, resourceVersion-aware fake with fault injection, and the
+// conformance suite every Source should pass.
 //
 // The untyped runtime.Object of client-go becomes a T in exactly one place,
 // [As], with a checked conversion: an object of the wrong type, or a nil one,
 // becomes an error that names the expected and the actual type, never a
-// panic. In a watch stream such an object arrives as an [Event] of type
-// watch.Error carrying that error.
+// panic.
 //
-// Every error a Source returns is an [*Error] that says which phase failed
-// (list, watch start, or an in-stream watch error) and wraps the cause, so
+// # Errors
+//
+// A watch stream delivers events ([Event]: ADDED, MODIFIED, DELETED,
+// BOOKMARK) and nothing else; an ERROR event, a malformed frame or an
+// object of the wrong type is the error [Watcher.Next] returns. Every error
+// a Source returns is an [*Error] that says which phase failed (list, watch
+// start, or in the watch stream) and wraps the cause, so
 // apierrors.IsForbidden, apierrors.IsGone and errors.Is work on it.
+//
+// # Resources
+//
+// A source that knows what it lists implements [Describer]; informers use
+// [ResourceOf] to name the resource in errors and to learn its scope.
 package source

@@ -13,7 +13,8 @@ import (
 )
 
 // Source lists and watches objects of type T. Implementations must be safe
-// for concurrent use.
+// for concurrent use, and hand over the objects they return: the caller may
+// keep them, and the source must not change them afterwards.
 type Source[T cache.Object] interface {
 	// List returns one page of objects (all of them if opts.Limit is 0).
 	List(ctx context.Context, opts metav1.ListOptions) (List[T], error)
@@ -33,24 +34,27 @@ type List[T cache.Object] struct {
 	Continue string
 }
 
-// Event is one watch event. For watch.Added, watch.Modified,
-// watch.Deleted and watch.Bookmark, Object is set (a bookmark's object
-// carries only a resourceVersion and annotations). For watch.Error, Err is
-// set and Object is the zero T.
+// Event is one watch event: ADDED, MODIFIED or DELETED with the object, or
+// BOOKMARK with an object that carries only a resourceVersion (and, at the
+// end of a streaming list, the metav1.InitialEventsAnnotationKey
+// annotation). Errors in the stream are not events: [Watcher.Next] returns
+// them.
 type Event[T cache.Object] struct {
-	// Type is ADDED, MODIFIED, DELETED, BOOKMARK or ERROR.
+	// Type is watch.Added, watch.Modified, watch.Deleted or watch.Bookmark.
 	Type watch.EventType
-	// Object is the event's object; the zero T for ERROR.
+	// Object is the event's object.
 	Object T
-	// Err is set for ERROR events: an API status or a malformed frame.
-	Err error
 }
 
 // Watcher is a typed watch stream.
 type Watcher[T cache.Object] interface {
 	// Next blocks until the next event. It returns ErrWatchClosed when the
 	// stream has ended (the server closed it, it timed out, or Stop was
-	// called) and ctx's error if ctx ends first.
+	// called), ctx's error if ctx ends first, and any other error for a
+	// failure in the stream: an ERROR event's status (an *Error with
+	// PhaseWatch wrapping the API error), or an event that makes no sense
+	// (ErrMalformed, ErrWrongType). The caller stops the stream after an
+	// error.
 	Next(ctx context.Context) (Event[T], error)
 	// Stop ends the stream and releases its resources. It is safe to call
 	// more than once and concurrently with Next.
@@ -70,8 +74,8 @@ const (
 	PhaseWatch      Phase = "watch"
 )
 
-// Error is what a Source returns or sends when something fails: the phase
-// and the cause. Unwrap gives the cause, so apierrors helpers see through it.
+// Error is what a Source returns when something fails: the phase and the
+// cause. Unwrap gives the cause, so apierrors helpers see through it.
 type Error struct {
 	// Phase is the step that failed.
 	Phase Phase
@@ -84,8 +88,19 @@ func (e *Error) Error() string { return fmt.Sprintf("%s: %v", e.Phase, e.Err) }
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
-// ErrWrongType is wrapped by the errors [As] returns.
-var ErrWrongType = errors.New("source: object of the wrong type")
+// Errors about objects and frames.
+var (
+	// ErrWrongType is wrapped by the errors [As] returns for an object of
+	// another type than T.
+	ErrWrongType = errors.New("source: object of the wrong type")
+	// ErrNilObject is wrapped by the errors about a nil object, list or
+	// watch where one is required.
+	ErrNilObject = errors.New("source: nil object")
+	// ErrMalformed is wrapped by errors about frames that make no sense: an
+	// unknown event type, an error event without a status, an event
+	// without an object.
+	ErrMalformed = errors.New("source: malformed watch event")
+)
 
 // As converts an untyped object into a T. It is the one checked conversion
 // of the module: a nil object, a typed nil, or an object of another type
@@ -93,14 +108,14 @@ var ErrWrongType = errors.New("source: object of the wrong type")
 func As[T cache.Object](obj runtime.Object) (T, error) {
 	var zero T
 	if obj == nil {
-		return zero, fmt.Errorf("%w: want %T, got nil", cache.ErrNilObject, zero)
+		return zero, fmt.Errorf("%w: want %T, got nil", ErrNilObject, zero)
 	}
 	t, ok := obj.(T)
 	if !ok {
 		return zero, fmt.Errorf("%w: want %T, got %T", ErrWrongType, zero, obj)
 	}
 	if t == zero {
-		return zero, fmt.Errorf("%w: want %T, got a nil %T", cache.ErrNilObject, zero, obj)
+		return zero, fmt.Errorf("%w: want %T, got a nil %T", ErrNilObject, zero, obj)
 	}
 	return t, nil
 }

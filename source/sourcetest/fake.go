@@ -1,4 +1,4 @@
-package source
+package sourcetest
 
 import (
 	"context"
@@ -20,14 +20,19 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/source"
 )
 
 // FakeOptions configures a [Fake]. The zero value is ready to use; each
 // field documents its default.
 type FakeOptions[T cache.Object] struct {
 	// Resource names the resource in the API errors the fake returns
-	// (NotFound, AlreadyExists, Conflict). Default: {Resource: "objects"}.
+	// (NotFound, AlreadyExists, Conflict) and in what it tells informers
+	// (source.Describer). Default: {Resource: "objects"}.
 	Resource schema.GroupResource
+	// Scope is the scope the fake tells informers. Default:
+	// cache.ScopeUnknown.
+	Scope cache.Scope
 	// Window is how many change events the history retains. Watches,
 	// Exact lists and continue tokens can start at any resourceVersion
 	// whose later changes are all retained; older ones get 410 Gone.
@@ -40,8 +45,8 @@ type FakeOptions[T cache.Object] struct {
 	// feature: a watch with SendInitialEvents set fails at start with an
 	// Invalid error. Default: false (streaming lists are supported).
 	NoWatchList bool
-	// Objects are added in order when the fake is created, each getting its
-	// own resourceVersion as if by Add. A nil or nameless object is skipped;
+	// Objects are created in order when the fake is made, each getting its
+	// own resourceVersion as if by Create. A nil or nameless object is skipped;
 	// a later object with the key of an earlier one replaces it, as Update.
 	// Default: none.
 	Objects []T
@@ -52,7 +57,8 @@ type FakeOptions[T cache.Object] struct {
 // history of changes to replay watches from, 410 Gone for versions that
 // were compacted away, consistent paginated lists, streaming lists
 // (SendInitialEvents) with the initial-events-end bookmark, and the
-// server's error statuses. Fault knobs (CutWatches, DropEvents, FailLists,
+// server's error statuses. It implements source.Source and
+// source.Describer. Fault knobs (CutWatches, DropEvents, FailLists,
 // FailWatches, InjectWatchError, InjectEvent) simulate what goes wrong in
 // production. All methods are safe for concurrent use.
 //
@@ -68,6 +74,7 @@ type FakeOptions[T cache.Object] struct {
 // admission, defaulting, generation or graceful deletion.
 type Fake[T cache.Object] struct {
 	resource    schema.GroupResource
+	scope       cache.Scope
 	window      int
 	noWatchList bool
 
@@ -109,6 +116,7 @@ const (
 func NewFake[T cache.Object](opts FakeOptions[T]) *Fake[T] {
 	f := &Fake[T]{
 		resource:    opts.Resource,
+		scope:       opts.Scope,
 		window:      opts.Window,
 		noWatchList: opts.NoWatchList,
 		rv:          opts.StartResourceVersion,
@@ -126,7 +134,7 @@ func NewFake[T cache.Object](opts FakeOptions[T]) *Fake[T] {
 	}
 	f.compacted = f.rv
 	for _, obj := range opts.Objects {
-		key, err := cache.MetaKey(obj)
+		key, err := keyOf(obj)
 		if err != nil {
 			continue
 		}
@@ -144,15 +152,15 @@ func NewFake[T cache.Object](opts FakeOptions[T]) *Fake[T] {
 	return f
 }
 
-// Add creates obj, like a POST: it assigns the next resourceVersion, sets
-// the UID to "uid-<resourceVersion>" if it is empty, stores a copy and
+// Create creates obj, like a POST: it assigns the next resourceVersion,
+// sets the UID to "uid-<resourceVersion>" if it is empty, stores a copy and
 // returns another. An object with an existing key gets an AlreadyExists
 // error; obj itself is never modified.
-func (f *Fake[T]) Add(obj T) (T, error) {
+func (f *Fake[T]) Create(obj T) (T, error) {
 	var zero T
 	key, stored, err := keyAndCopy(obj)
 	if err != nil {
-		return zero, fmt.Errorf("fake add: %w", err)
+		return zero, fmt.Errorf("sourcetest: create: %w", err)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -171,7 +179,7 @@ func (f *Fake[T]) Update(obj T) (T, error) {
 	var zero T
 	key, stored, err := keyAndCopy(obj)
 	if err != nil {
-		return zero, fmt.Errorf("fake update: %w", err)
+		return zero, fmt.Errorf("sourcetest: update: %w", err)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -191,7 +199,7 @@ func (f *Fake[T]) Delete(key cache.Key) (T, error) {
 	}
 	deleted, err := copyOf(old)
 	if err != nil {
-		return zero, fmt.Errorf("fake delete: %w", err)
+		return zero, fmt.Errorf("sourcetest: delete: %w", err)
 	}
 	f.rv++
 	deleted.SetResourceVersion(formatRV(f.rv))
@@ -294,8 +302,8 @@ func (f *Fake[T]) recordLocked(c change[T]) {
 		return
 	}
 	for _, w := range f.watchers {
-		if ev, ok := w.filter(c); ok {
-			w.enqueue(ev)
+		if fr, ok := w.filter(c); ok {
+			w.enqueue(fr)
 		}
 	}
 }
@@ -332,64 +340,64 @@ func (f *Fake[T]) stateAtLocked(rv int64) map[cache.Key]T {
 // list's ResourceVersion is the version of the snapshot: the current one
 // unless Exact or Continue asked for an older one. Errors are *Error with
 // PhaseList wrapping the API error.
-func (f *Fake[T]) List(ctx context.Context, opts metav1.ListOptions) (List[T], error) {
+func (f *Fake[T]) List(ctx context.Context, opts metav1.ListOptions) (source.List[T], error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.listCalls++
 	if err := ctx.Err(); err != nil {
-		return List[T]{}, &Error{Phase: PhaseList, Err: err}
+		return source.List[T]{}, &source.Error{Phase: source.PhaseList, Err: err}
 	}
 	if f.failLists > 0 {
 		f.failLists--
-		return List[T]{}, &Error{Phase: PhaseList, Err: f.failListErr}
+		return source.List[T]{}, &source.Error{Phase: source.PhaseList, Err: f.failListErr}
 	}
 	out, err := f.listLocked(opts)
 	if err != nil {
-		return List[T]{}, &Error{Phase: PhaseList, Err: err}
+		return source.List[T]{}, &source.Error{Phase: source.PhaseList, Err: err}
 	}
 	return out, nil
 }
 
-func (f *Fake[T]) listLocked(opts metav1.ListOptions) (List[T], error) {
+func (f *Fake[T]) listLocked(opts metav1.ListOptions) (source.List[T], error) {
 	if err := validateOptions(opts, false, !f.noWatchList); err != nil {
-		return List[T]{}, err
+		return source.List[T]{}, err
 	}
 	sel, err := parseSelectors(opts)
 	if err != nil {
-		return List[T]{}, err
+		return source.List[T]{}, err
 	}
 	var snapRV int64
 	var start string
 	if opts.Continue != "" {
 		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
-			return List[T]{}, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
+			return source.List[T]{}, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
 		}
 		if snapRV, start, err = decodeContinue(opts.Continue); err != nil {
-			return List[T]{}, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
+			return source.List[T]{}, apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
 		}
 		switch {
 		case snapRV > f.rv:
-			return List[T]{}, tooLargeRV(snapRV, f.rv)
+			return source.List[T]{}, tooLargeRV(snapRV, f.rv)
 		case snapRV < f.compacted:
-			return List[T]{}, apierrors.NewResourceExpired(continueExpired)
+			return source.List[T]{}, apierrors.NewResourceExpired(continueExpired)
 		}
 	} else {
 		rv, err := parseRV(opts.ResourceVersion)
 		if err != nil {
-			return List[T]{}, err
+			return source.List[T]{}, err
 		}
 		switch {
 		case rv > f.rv:
-			return List[T]{}, tooLargeRV(rv, f.rv)
+			return source.List[T]{}, tooLargeRV(rv, f.rv)
 		case opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact && rv < f.compacted:
-			return List[T]{}, apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
+			return source.List[T]{}, apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
 		case opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact:
 			snapRV = rv
 		default:
 			snapRV = f.rv
 		}
 	}
-	out := List[T]{ResourceVersion: formatRV(snapRV), Items: []T{}}
+	out := source.List[T]{ResourceVersion: formatRV(snapRV), Items: []T{}}
 	state := f.stateAtLocked(snapRV)
 	keys := sortedKeys(state)
 	i := sort.Search(len(keys), func(i int) bool { return keys[i].String() >= start })
@@ -405,11 +413,30 @@ func (f *Fake[T]) listLocked(opts metav1.ListOptions) (List[T], error) {
 		}
 		c, err := copyOf(obj)
 		if err != nil {
-			return List[T]{}, apierrors.NewInternalError(err)
+			return source.List[T]{}, apierrors.NewInternalError(err)
 		}
 		out.Items = append(out.Items, c)
 	}
 	return out, nil
+}
+
+// Resource tells informers what the fake serves (source.Describer).
+func (f *Fake[T]) Resource() source.Resource {
+	return source.Resource{GroupResource: f.resource, Scope: f.scope}
+}
+
+// keyOf is the key of an object the fake stores: nil objects and objects
+// without a name have none.
+func keyOf[T cache.Object](obj T) (cache.Key, error) {
+	var zero T
+	if obj == zero {
+		return cache.Key{}, source.ErrNilObject
+	}
+	k := cache.KeyOf(obj)
+	if k.Name == "" {
+		return cache.Key{}, cache.ErrNoName
+	}
+	return k, nil
 }
 
 func formatRV(rv int64) string { return strconv.FormatInt(rv, 10) }
@@ -420,11 +447,11 @@ func copyOf[T cache.Object](obj T) (T, error) {
 	if obj == zero {
 		return zero, nil
 	}
-	return As[T](obj.DeepCopyObject())
+	return source.As[T](obj.DeepCopyObject())
 }
 
 func keyAndCopy[T cache.Object](obj T) (cache.Key, T, error) {
-	key, err := cache.MetaKey(obj)
+	key, err := keyOf(obj)
 	if err != nil {
 		var zero T
 		return cache.Key{}, zero, err

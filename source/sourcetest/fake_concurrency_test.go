@@ -1,4 +1,4 @@
-package source_test
+package sourcetest_test
 
 import (
 	"context"
@@ -16,14 +16,15 @@ import (
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/source"
+	"github.com/typedinformer/informer/source/sourcetest"
 )
 
 func TestFakeWatchCopies(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := source.NewFake(source.FakeOptions[*corev1.Pod]{})
+		f := sourcetest.NewFake(podOptions{})
 		w1 := mustWatch(t, f, metav1.ListOptions{ResourceVersion: "100"})
 		w2 := mustWatch(t, f, metav1.ListOptions{ResourceVersion: "100"})
-		added := mustDo(t)(f.Add(pod("ns", "a", map[string]string{"k": "v"})))
+		added := mustDo(t)(f.Create(pod("ns", "a", map[string]string{"k": "v"})))
 		e1, err1 := w1.Next(t.Context())
 		e2, err2 := w2.Next(t.Context())
 		if err1 != nil || err2 != nil {
@@ -48,9 +49,9 @@ func TestFakeWatchCopies(t *testing.T) {
 
 func TestFakeWatchStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := source.NewFake(source.FakeOptions[*corev1.Pod]{})
+		f := sourcetest.NewFake(podOptions{})
 		w := mustWatch(t, f, metav1.ListOptions{ResourceVersion: "100"})
-		mustDo(t)(f.Add(pod("ns", "a", nil)))
+		mustDo(t)(f.Create(pod("ns", "a", nil)))
 		blocked := make(chan error, 1)
 		w2 := mustWatch(t, f, metav1.ListOptions{ResourceVersion: "101"})
 		go func() {
@@ -107,7 +108,7 @@ func TestFakeWatchStop(t *testing.T) {
 // watcher must end with exactly the fake's final state.
 func TestFakeConcurrent(t *testing.T) {
 	const writers, perWriter, watchers = 3, 200, 3
-	f := source.NewFake(source.FakeOptions[*corev1.Pod]{Window: 50})
+	f := sourcetest.NewFake(podOptions{Window: 50})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 
@@ -150,7 +151,7 @@ func TestFakeConcurrent(t *testing.T) {
 						return
 					}
 				default:
-					results <- result{err: fmt.Errorf("unexpected event %s: %v", ev.Type, ev.Err)}
+					results <- result{err: fmt.Errorf("unexpected event type %q", ev.Type)}
 					return
 				}
 			}
@@ -164,7 +165,7 @@ func TestFakeConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for j := range perWriter {
 				p := pod("ns", fmt.Sprintf("w%d-%d", i, j%7), map[string]string{"j": fmt.Sprint(j)})
-				if _, err := f.Add(p); err != nil {
+				if _, err := f.Create(p); err != nil {
 					if _, err := f.Update(p); err != nil {
 						t.Errorf("update: %v", err)
 					}
@@ -187,7 +188,7 @@ func TestFakeConcurrent(t *testing.T) {
 				t.Errorf("watch: %v", err)
 				continue
 			}
-			go short.Stop()
+			wg.Go(short.Stop) // concurrently with the rest, and waited for
 		}
 	})
 	wg.Wait()

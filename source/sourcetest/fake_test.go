@@ -1,4 +1,4 @@
-package source_test
+package sourcetest_test
 
 import (
 	"context"
@@ -13,28 +13,12 @@ import (
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/source"
+	"github.com/typedinformer/informer/source/sourcetest"
 )
-
-var _ source.Source[*corev1.Pod] = (*source.Fake[*corev1.Pod])(nil)
-
-func pod(ns, name string, labels map[string]string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}}
-}
-
-func key(ns, name string) cache.Key { return cache.Key{Namespace: ns, Name: name} }
-
-// ids summarises objects as "namespace/name@resourceVersion".
-func ids(items []*corev1.Pod) []string {
-	out := []string{}
-	for _, p := range items {
-		out = append(out, cache.KeyOf(p).String()+"@"+p.ResourceVersion)
-	}
-	return out
-}
 
 func TestFakeWrites(t *testing.T) {
 	gr := schema.GroupResource{Resource: "pods"}
-	f := source.NewFake(source.FakeOptions[*corev1.Pod]{Resource: gr})
+	f := sourcetest.NewFake(podOptions{Resource: gr})
 	type step struct {
 		name    string
 		do      func() (*corev1.Pod, error)
@@ -45,13 +29,13 @@ func TestFakeWrites(t *testing.T) {
 		return cache.KeyOf(p).String() + "@" + p.ResourceVersion + " " + string(p.UID)
 	}
 	steps := []step{
-		{name: "add", do: func() (*corev1.Pod, error) { return f.Add(pod("ns", "a", nil)) }, wantID: "ns/a@101 uid-101"},
-		{name: "add keeps uid", do: func() (*corev1.Pod, error) {
+		{name: "create", do: func() (*corev1.Pod, error) { return f.Create(pod("ns", "a", nil)) }, wantID: "ns/a@101 uid-101"},
+		{name: "create keeps uid", do: func() (*corev1.Pod, error) {
 			p := pod("ns", "b", nil)
 			p.UID = "mine"
-			return f.Add(p)
+			return f.Create(p)
 		}, wantID: "ns/b@102 mine"},
-		{name: "add existing", do: func() (*corev1.Pod, error) { return f.Add(pod("ns", "a", nil)) }, wantErr: apierrors.IsAlreadyExists},
+		{name: "create existing", do: func() (*corev1.Pod, error) { return f.Create(pod("ns", "a", nil)) }, wantErr: apierrors.IsAlreadyExists},
 		{name: "update without rv", do: func() (*corev1.Pod, error) { return f.Update(pod("ns", "a", map[string]string{"x": "1"})) }, wantID: "ns/a@103 uid-101"},
 		{name: "update with current rv", do: func() (*corev1.Pod, error) {
 			p := pod("ns", "a", nil)
@@ -66,9 +50,9 @@ func TestFakeWrites(t *testing.T) {
 		{name: "update missing", do: func() (*corev1.Pod, error) { return f.Update(pod("ns", "zz", nil)) }, wantErr: apierrors.IsNotFound},
 		{name: "delete returns the object at the new rv", do: func() (*corev1.Pod, error) { return f.Delete(key("ns", "b")) }, wantID: "ns/b@105 mine"},
 		{name: "delete missing", do: func() (*corev1.Pod, error) { return f.Delete(key("ns", "b")) }, wantErr: apierrors.IsNotFound},
-		{name: "add nil", do: func() (*corev1.Pod, error) { return f.Add(nil) }, wantErr: func(err error) bool { return errors.Is(err, cache.ErrNilObject) }},
-		{name: "add nameless", do: func() (*corev1.Pod, error) { return f.Add(pod("ns", "", nil)) }, wantErr: func(err error) bool { return errors.Is(err, cache.ErrNoName) }},
-		{name: "add after delete", do: func() (*corev1.Pod, error) { return f.Add(pod("ns", "b", nil)) }, wantID: "ns/b@106 uid-106"},
+		{name: "create nil", do: func() (*corev1.Pod, error) { return f.Create(nil) }, wantErr: func(err error) bool { return errors.Is(err, source.ErrNilObject) }},
+		{name: "create nameless", do: func() (*corev1.Pod, error) { return f.Create(pod("ns", "", nil)) }, wantErr: func(err error) bool { return errors.Is(err, cache.ErrNoName) }},
+		{name: "create after delete", do: func() (*corev1.Pod, error) { return f.Create(pod("ns", "b", nil)) }, wantID: "ns/b@106 uid-106"},
 	}
 	for _, s := range steps {
 		got, err := s.do()
@@ -102,7 +86,7 @@ func TestFakeWrites(t *testing.T) {
 }
 
 func TestFakeOptionsAndSeeds(t *testing.T) {
-	f := source.NewFake(source.FakeOptions[*corev1.Pod]{
+	f := sourcetest.NewFake(podOptions{
 		StartResourceVersion: 7,
 		Objects:              []*corev1.Pod{pod("ns", "a", nil), nil, pod("ns", "", nil), pod("ns", "b", nil), pod("ns", "a", map[string]string{"v": "2"})},
 	})
@@ -116,24 +100,24 @@ func TestFakeOptionsAndSeeds(t *testing.T) {
 	if f.Len() != 2 || f.ResourceVersion() != "10" {
 		t.Errorf("Len, ResourceVersion = %d, %s; want 2, 10", f.Len(), f.ResourceVersion())
 	}
-	_, err = source.NewFake(source.FakeOptions[*corev1.Pod]{}).Delete(key("", "x"))
+	_, err = sourcetest.NewFake(podOptions{}).Delete(key("", "x"))
 	if !apierrors.IsNotFound(err) || err.Error() != `objects "x" not found` {
 		t.Errorf("default resource: %v", err)
 	}
-	if got := source.NewFake(source.FakeOptions[*corev1.Pod]{}).ResourceVersion(); got != "100" {
+	if got := sourcetest.NewFake(podOptions{}).ResourceVersion(); got != "100" {
 		t.Errorf("default start resourceVersion %q, want 100", got)
 	}
 }
 
 func TestFakeNeverAliases(t *testing.T) {
-	f := source.NewFake(source.FakeOptions[*corev1.Pod]{})
+	f := sourcetest.NewFake(podOptions{})
 	in := pod("ns", "a", map[string]string{"k": "v"})
-	out, err := f.Add(in)
+	out, err := f.Create(in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if in.ResourceVersion != "" || in.UID != "" {
-		t.Errorf("Add modified its argument: %+v", in.ObjectMeta)
+		t.Errorf("Create modified its argument: %+v", in.ObjectMeta)
 	}
 	in.Labels["k"] = "changed by caller"
 	out.Labels["k"] = "changed by caller"
@@ -156,14 +140,8 @@ func TestFakeNeverAliases(t *testing.T) {
 	}
 }
 
-func isTooLarge(err error) bool {
-	return apierrors.IsTimeout(err) && apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge)
-}
-
-func isExpired(err error) bool { return apierrors.IsResourceExpired(err) || apierrors.IsGone(err) }
-
 func TestFakeList(t *testing.T) {
-	f := source.NewFake(source.FakeOptions[*corev1.Pod]{Window: 4, Objects: []*corev1.Pod{
+	f := sourcetest.NewFake(podOptions{Window: 4, Objects: []*corev1.Pod{
 		pod("b", "x", map[string]string{"app": "web"}), // 101
 		pod("a", "y", map[string]string{"app": "db"}),  // 102
 		pod("a", "x", map[string]string{"app": "web"}), // 103
@@ -223,21 +201,11 @@ func TestFakeList(t *testing.T) {
 	}
 }
 
-func mustDo(t *testing.T) func(*corev1.Pod, error) *corev1.Pod {
-	return func(p *corev1.Pod, err error) *corev1.Pod {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-}
-
 func TestFakeListPages(t *testing.T) {
 	ctx := context.Background()
-	f := source.NewFake(source.FakeOptions[*corev1.Pod]{})
+	f := sourcetest.NewFake(podOptions{})
 	for _, n := range []string{"e", "a", "d", "b", "c"} {
-		mustDo(t)(f.Add(pod("ns", n, map[string]string{"odd": map[bool]string{true: "y", false: "n"}[n == "a" || n == "c" || n == "e"]})))
+		mustDo(t)(f.Create(pod("ns", n, map[string]string{"odd": map[bool]string{true: "y", false: "n"}[n == "a" || n == "c" || n == "e"]})))
 	}
 	// 101..105; page through all five, two at a time, while writing.
 	var pages [][]string
@@ -254,8 +222,8 @@ func TestFakeListPages(t *testing.T) {
 		}
 		opts.Continue = l.Continue
 		mustDo(t)(f.Delete(key("ns", "e")))
-		mustDo(t)(f.Add(pod("ns", "e", nil)))
-		mustDo(t)(f.Add(pod("ns", "f"+string(rune('0'+i)), nil)))
+		mustDo(t)(f.Create(pod("ns", "e", nil)))
+		mustDo(t)(f.Create(pod("ns", "f"+string(rune('0'+i)), nil)))
 	}
 	want := [][]string{{"ns/a@102", "ns/b@104"}, {"ns/c@105", "ns/d@103"}, {"ns/e@101"}}
 	if diff := cmp.Diff(want, pages); diff != "" {
@@ -291,7 +259,7 @@ func TestFakeListPages(t *testing.T) {
 	if _, err := f.List(ctx, metav1.ListOptions{Limit: 1, Continue: token}); err != nil {
 		t.Fatalf("continue after compacting at the token's version: %v", err)
 	}
-	mustDo(t)(f.Add(pod("ns", "z", nil)))
+	mustDo(t)(f.Create(pod("ns", "z", nil)))
 	f.Compact()
 	for name, tc := range map[string]struct {
 		opts    metav1.ListOptions
@@ -311,7 +279,7 @@ func TestFakeListPages(t *testing.T) {
 
 func TestFakeFailLists(t *testing.T) {
 	ctx := context.Background()
-	f := source.NewFake(source.FakeOptions[*corev1.Pod]{Objects: []*corev1.Pod{pod("ns", "a", nil)}})
+	f := sourcetest.NewFake(podOptions{Objects: []*corev1.Pod{pod("ns", "a", nil)}})
 	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no"))
 	f.FailLists(2, forbidden)
 	for i := range 2 {
@@ -340,5 +308,49 @@ func TestFakeFailLists(t *testing.T) {
 	}
 	if got := f.ListCalls(); got != 6 {
 		t.Errorf("ListCalls() = %d, want 6", got)
+	}
+}
+
+// TestFakeDescribes checks what the fake tells informers about its
+// resource: the options it was made with, or the documented defaults.
+func TestFakeDescribes(t *testing.T) {
+	deployments := schema.GroupResource{Group: "apps", Resource: "deployments"}
+	tests := []struct {
+		name string
+		opts podOptions
+		want source.Resource
+	}{
+		{name: "defaults", want: source.Resource{GroupResource: schema.GroupResource{Resource: "objects"}}},
+		{name: "resource and scope", opts: podOptions{Resource: deployments, Scope: cache.ScopeNamespaced},
+			want: source.Resource{GroupResource: deployments, Scope: cache.ScopeNamespaced}},
+		{name: "cluster scope", opts: podOptions{Resource: schema.GroupResource{Resource: "nodes"}, Scope: cache.ScopeCluster},
+			want: source.Resource{GroupResource: schema.GroupResource{Resource: "nodes"}, Scope: cache.ScopeCluster}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := sourcetest.NewFake(tt.opts)
+			if diff := cmp.Diff(tt.want, f.Resource()); diff != "" {
+				t.Errorf("Resource() (-want +got)\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.want, source.ResourceOf[*corev1.Pod](f)); diff != "" {
+				t.Errorf("source.ResourceOf (-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFakeUpdateAndDeleteRefuseBadInput(t *testing.T) {
+	f := sourcetest.NewFake(podOptions{Objects: []*corev1.Pod{pod("ns", "a", nil)}})
+	if _, err := f.Update(nil); !errors.Is(err, source.ErrNilObject) {
+		t.Errorf("Update(nil) = %v, want source.ErrNilObject", err)
+	}
+	if _, err := f.Update(pod("ns", "", nil)); !errors.Is(err, cache.ErrNoName) {
+		t.Errorf("Update(nameless) = %v, want cache.ErrNoName", err)
+	}
+	if _, err := f.Get(key("other", "a")); !apierrors.IsNotFound(err) {
+		t.Errorf("Get in another namespace = %v, want NotFound", err)
+	}
+	if got := f.ResourceVersion(); got != "101" {
+		t.Errorf("refused writes changed the resourceVersion to %s, want 101", got)
 	}
 }

@@ -1,4 +1,4 @@
-package source
+package sourcetest
 
 import (
 	"context"
@@ -20,17 +20,18 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/source"
 )
 
 // Watch starts a watch as a real server does. With ResourceVersion "" or
 // "0" it first sends a synthetic ADDED event for every current object, then
 // live events. With a specific resourceVersion it replays the retained
 // changes after it, then live events; if that version was compacted away,
-// the watch starts and its only event is an ERROR carrying 410 Gone
-// ("too old resource version"), after which it closes. A version newer than
-// the current one fails at start with the "Too large resource version"
-// error (a real server's watch cache sends it as an ERROR event after
-// waiting a few seconds).
+// the watch starts, its first Next returns 410 Gone ("too old resource
+// version", which a server sends as an ERROR event), and then it is
+// closed. A version newer than the current one fails at start with the
+// "Too large resource version" error (a real server's watch cache sends
+// it as an ERROR event after waiting a few seconds).
 //
 // SendInitialEvents=true (with ResourceVersionMatch NotOlderThan) streams
 // the current state as ADDED events and then, if AllowWatchBookmarks, a
@@ -42,21 +43,21 @@ import (
 // does: an object that stops matching arrives as DELETED (its previous
 // content with the new resourceVersion), one that starts matching as
 // ADDED. Start failures are *Error with PhaseWatchStart; in-stream errors
-// are ERROR events whose Err is an *Error with PhaseWatch.
-func (f *Fake[T]) Watch(ctx context.Context, opts metav1.ListOptions) (Watcher[T], error) {
+// are returned by Next as an *Error with PhaseWatch.
+func (f *Fake[T]) Watch(ctx context.Context, opts metav1.ListOptions) (source.Watcher[T], error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.watchCalls++
 	if err := ctx.Err(); err != nil {
-		return nil, &Error{Phase: PhaseWatchStart, Err: err}
+		return nil, &source.Error{Phase: source.PhaseWatchStart, Err: err}
 	}
 	if f.failWatches > 0 {
 		f.failWatches--
-		return nil, &Error{Phase: PhaseWatchStart, Err: f.failWatchErr}
+		return nil, &source.Error{Phase: source.PhaseWatchStart, Err: f.failWatchErr}
 	}
 	w, err := f.startLocked(opts)
 	if err != nil {
-		return nil, &Error{Phase: PhaseWatchStart, Err: err}
+		return nil, &source.Error{Phase: source.PhaseWatchStart, Err: err}
 	}
 	if w.state != watchOpen {
 		return w, nil // the 410 stream: nothing to register
@@ -102,7 +103,7 @@ func (f *Fake[T]) startLocked(opts metav1.ListOptions) (*fakeWatcher[T], error) 
 	case (initial == nil && rv == 0) || (initial != nil && *initial):
 		for _, obj := range sortedByKey(f.objects) {
 			if sel.matches(obj) {
-				w.queue = append(w.queue, Event[T]{Type: watch.Added, Object: obj})
+				w.queue = append(w.queue, frame[T]{ev: source.Event[T]{Type: watch.Added, Object: obj}})
 			}
 		}
 		if initial != nil && w.bookmarks {
@@ -112,7 +113,7 @@ func (f *Fake[T]) startLocked(opts metav1.ListOptions) (*fakeWatcher[T], error) 
 		// sendInitialEvents=false from "now": live events only.
 	case rv < f.compacted:
 		expired := apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, f.compacted))
-		w.queue = []Event[T]{{Type: watch.Error, Err: &Error{Phase: PhaseWatch, Err: expired}}}
+		w.queue = []frame[T]{errFrame[T](expired)}
 		w.state = watchEnding
 		close(w.done)
 	default:
@@ -120,8 +121,8 @@ func (f *Fake[T]) startLocked(opts metav1.ListOptions) (*fakeWatcher[T], error) 
 			if c.rv <= rv {
 				continue
 			}
-			if ev, ok := w.filter(c); ok {
-				w.queue = append(w.queue, ev)
+			if fr, ok := w.filter(c); ok {
+				w.queue = append(w.queue, fr)
 			}
 		}
 	}
@@ -133,10 +134,10 @@ func (f *Fake[T]) startLocked(opts metav1.ListOptions) (*fakeWatcher[T], error) 
 func (f *Fake[T]) Bookmark() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	ev := f.bookmarkLocked(false)
+	fr := f.bookmarkLocked(false)
 	for _, w := range f.watchers {
 		if w.bookmarks {
-			w.enqueue(ev)
+			w.enqueue(fr)
 		}
 	}
 }
@@ -144,28 +145,27 @@ func (f *Fake[T]) Bookmark() {
 // bookmarkLocked returns a BOOKMARK event whose object is a new T with
 // only the current resourceVersion set (and the initial-events-end
 // annotation if initialEnd). A T that is not a pointer type cannot be
-// built, and the event becomes an ERROR saying so.
-func (f *Fake[T]) bookmarkLocked(initialEnd bool) Event[T] {
+// built, and the watch gets an error saying so instead.
+func (f *Fake[T]) bookmarkLocked(initialEnd bool) frame[T] {
 	rt := reflect.TypeFor[T]()
 	if rt.Kind() != reflect.Pointer {
-		err := fmt.Errorf("%w: cannot build a bookmark object of non-pointer type %v", ErrWrongType, rt)
-		return Event[T]{Type: watch.Error, Err: &Error{Phase: PhaseWatch, Err: err}}
+		return errFrame[T](fmt.Errorf("%w: cannot build a bookmark object of non-pointer type %v", source.ErrWrongType, rt))
 	}
 	ro, _ := reflect.New(rt.Elem()).Interface().(runtime.Object)
-	obj, err := As[T](ro)
+	obj, err := source.As[T](ro)
 	if err != nil {
-		return Event[T]{Type: watch.Error, Err: &Error{Phase: PhaseWatch, Err: err}}
+		return errFrame[T](err)
 	}
 	obj.SetResourceVersion(formatRV(f.rv))
 	if initialEnd {
 		obj.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
 	}
-	return Event[T]{Type: watch.Bookmark, Object: obj}
+	return frame[T]{ev: source.Event[T]{Type: watch.Bookmark, Object: obj}}
 }
 
 // CutWatches ends every open watch now, as a dropped connection or an
 // apiserver restart does: events not yet received are lost and Next
-// returns ErrWatchClosed.
+// returns source.ErrWatchClosed.
 func (f *Fake[T]) CutWatches() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -202,34 +202,34 @@ func (f *Fake[T]) FailWatches(n int, err error) {
 	f.failWatches, f.failWatchErr = max(n, 0), orInternal(err, "injected watch failure")
 }
 
-// InjectWatchError sends every open watch, after the events it already
-// has, an ERROR event whose Err is an *Error with PhaseWatch wrapping err
-// (a 500 InternalError if nil), then ends it.
+// InjectWatchError makes every open watch, after the events it already
+// has, fail with an *source.Error with PhaseWatch wrapping err (a 500
+// InternalError if nil), as an ERROR event does, then end.
 func (f *Fake[T]) InjectWatchError(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	ev := Event[T]{Type: watch.Error, Err: &Error{Phase: PhaseWatch, Err: orInternal(err, "injected watch error")}}
+	fr := errFrame[T](orInternal(err, "injected watch error"))
 	for id, w := range f.watchers {
-		w.finish(&ev)
+		w.finish(&fr)
 		delete(f.watchers, id)
 	}
 }
 
 // InjectEvent delivers ev as is, without filtering, to every open watch:
-// use it for events a server should not send (an object of the wrong
-// shape, an ERROR without a cause, an unknown type). ev.Object is copied;
-// if it cannot be, the watches get an ERROR event saying why instead.
-func (f *Fake[T]) InjectEvent(ev Event[T]) {
-	obj, err := copyOf(ev.Object)
-	if err != nil {
-		ev = Event[T]{Type: watch.Error, Err: &Error{Phase: PhaseWatch, Err: fmt.Errorf("fake inject event: %w", err)}}
+// use it for events a source should not deliver (an object of the wrong
+// shape, no object, an unknown type), to test what consumes a Source.
+// ev.Object is copied; if it cannot be, the watches get an error instead.
+func (f *Fake[T]) InjectEvent(ev source.Event[T]) {
+	fr := frame[T]{ev: ev}
+	if obj, err := copyOf(ev.Object); err != nil {
+		fr = errFrame[T](fmt.Errorf("fake inject event: %w", err))
 	} else {
-		ev.Object = obj
+		fr.ev.Object = obj
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, w := range f.watchers {
-		w.enqueue(ev)
+		w.enqueue(fr)
 	}
 }
 
@@ -271,6 +271,18 @@ const (
 	watchClosed                   // ended; the queue is gone
 )
 
+// frame is one queued item of a watch stream: an event, or the error Next
+// returns in its place.
+type frame[T cache.Object] struct {
+	ev  source.Event[T]
+	err error
+}
+
+// errFrame is a frame carrying an in-stream error.
+func errFrame[T cache.Object](err error) frame[T] {
+	return frame[T]{err: &source.Error{Phase: source.PhaseWatch, Err: err}}
+}
+
 // fakeWatcher is one watch stream: an unbounded queue of events filled
 // under the fake's lock and drained by Next. Queued objects are shared and
 // never modified; Next hands out a copy.
@@ -284,30 +296,33 @@ type fakeWatcher[T cache.Object] struct {
 
 	mu      sync.Mutex
 	state   watchState
-	queue   []Event[T]
+	queue   []frame[T]
 	timer   *time.Timer
 	stopCtx func() bool
 }
 
-// Next returns the next event, ErrWatchClosed once the stream has ended,
-// or ctx's error.
-func (w *fakeWatcher[T]) Next(ctx context.Context) (Event[T], error) {
+// Next returns the next event or in-stream error, source.ErrWatchClosed
+// once the stream has ended, or ctx's error.
+func (w *fakeWatcher[T]) Next(ctx context.Context) (source.Event[T], error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return Event[T]{}, err
+			return source.Event[T]{}, err
 		}
 		w.mu.Lock()
 		if w.state != watchClosed && len(w.queue) > 0 {
-			ev := w.queue[0]
-			w.queue[0] = Event[T]{}
+			fr := w.queue[0]
+			w.queue[0] = frame[T]{}
 			w.queue = w.queue[1:]
 			w.mu.Unlock()
-			return deliver(ev), nil
+			if fr.err != nil {
+				return source.Event[T]{}, fr.err
+			}
+			return deliver(fr.ev)
 		}
 		state := w.state
 		w.mu.Unlock()
 		if state != watchOpen {
-			return Event[T]{}, ErrWatchClosed
+			return source.Event[T]{}, source.ErrWatchClosed
 		}
 		select {
 		case <-ctx.Done():
@@ -318,13 +333,13 @@ func (w *fakeWatcher[T]) Next(ctx context.Context) (Event[T], error) {
 }
 
 // deliver gives the consumer its own copy of ev's object.
-func deliver[T cache.Object](ev Event[T]) Event[T] {
+func deliver[T cache.Object](ev source.Event[T]) (source.Event[T], error) {
 	obj, err := copyOf(ev.Object)
 	if err != nil {
-		return Event[T]{Type: watch.Error, Err: &Error{Phase: PhaseWatch, Err: err}}
+		return source.Event[T]{}, &source.Error{Phase: source.PhaseWatch, Err: err}
 	}
 	ev.Object = obj
-	return ev
+	return ev, nil
 }
 
 // Stop ends the stream; pending events are dropped. It is idempotent.
@@ -342,7 +357,7 @@ func (f *Fake[T]) unregister(id uint64) {
 
 // finish ends the watcher: with last, after delivering the queue and last;
 // without, at once. It reports whether the watcher was open.
-func (w *fakeWatcher[T]) finish(last *Event[T]) bool {
+func (w *fakeWatcher[T]) finish(last *frame[T]) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	wasOpen := w.state == watchOpen
@@ -367,14 +382,14 @@ func (w *fakeWatcher[T]) finish(last *Event[T]) bool {
 	return wasOpen
 }
 
-// enqueue appends ev if the watcher is open. The fake's lock is held.
-func (w *fakeWatcher[T]) enqueue(ev Event[T]) {
+// enqueue appends fr if the watcher is open. The fake's lock is held.
+func (w *fakeWatcher[T]) enqueue(fr frame[T]) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.state != watchOpen {
 		return
 	}
-	w.queue = append(w.queue, ev)
+	w.queue = append(w.queue, fr)
 	select {
 	case w.notify <- struct{}{}:
 	default:
@@ -383,27 +398,30 @@ func (w *fakeWatcher[T]) enqueue(ev Event[T]) {
 
 // filter turns a change into the event this watcher sees, as the
 // apiserver's watch cache does for selectors.
-func (w *fakeWatcher[T]) filter(c change[T]) (Event[T], bool) {
+func (w *fakeWatcher[T]) filter(c change[T]) (frame[T], bool) {
 	var zero T
 	cur := c.typ != watch.Deleted && w.sel.matches(c.obj)
 	old := c.prev != zero && w.sel.matches(c.prev)
+	ev := func(t watch.EventType, obj T) (frame[T], bool) {
+		return frame[T]{ev: source.Event[T]{Type: t, Object: obj}}, true
+	}
 	switch {
 	case cur && old:
-		return Event[T]{Type: watch.Modified, Object: c.obj}, true
+		return ev(watch.Modified, c.obj)
 	case cur:
-		return Event[T]{Type: watch.Added, Object: c.obj}, true
+		return ev(watch.Added, c.obj)
 	case old && c.typ == watch.Deleted:
-		return Event[T]{Type: watch.Deleted, Object: c.obj}, true
+		return ev(watch.Deleted, c.obj)
 	case old:
 		// Left the selector: the previous content at the new version.
 		gone, err := copyOf(c.prev)
 		if err != nil {
-			return Event[T]{Type: watch.Error, Err: &Error{Phase: PhaseWatch, Err: err}}, true
+			return errFrame[T](err), true
 		}
 		gone.SetResourceVersion(formatRV(c.rv))
-		return Event[T]{Type: watch.Deleted, Object: gone}, true
+		return ev(watch.Deleted, gone)
 	}
-	return Event[T]{}, false
+	return frame[T]{}, false
 }
 
 // selector is the label and field selector of a list or watch.

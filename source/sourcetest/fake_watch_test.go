@@ -1,9 +1,7 @@
-package source_test
+package sourcetest_test
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,61 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/typedinformer/informer/source"
+	"github.com/typedinformer/informer/source/sourcetest"
 )
-
-type podWatcher = source.Watcher[*corev1.Pod]
-
-// describe summarises an event: "TYPE ns/name@rv", "BOOKMARK @rv [end]",
-// or "ERROR <reason>".
-func describe(ev source.Event[*corev1.Pod]) string {
-	switch {
-	case ev.Type == watch.Error && ev.Err != nil:
-		return fmt.Sprintf("ERROR %s", apierrors.ReasonForError(ev.Err))
-	case ev.Object == nil:
-		return fmt.Sprintf("%s <nil>", ev.Type)
-	case ev.Type == watch.Bookmark:
-		s := "BOOKMARK @" + ev.Object.ResourceVersion
-		if ev.Object.Annotations[metav1.InitialEventsAnnotationKey] == "true" {
-			s += " end"
-		}
-		if ev.Object.Name != "" || ev.Object.Namespace != "" {
-			s += " named " + ev.Object.Name
-		}
-		return s
-	}
-	return fmt.Sprintf("%s %s/%s@%s", ev.Type, ev.Object.Namespace, ev.Object.Name, ev.Object.ResourceVersion)
-}
-
-// drain reads every event available now; in a synctest bubble "now" is
-// exact. A closed stream ends with "CLOSED".
-func drain(t *testing.T, w podWatcher) []string {
-	t.Helper()
-	out := []string{}
-	for {
-		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		ev, err := w.Next(ctx)
-		cancel()
-		switch {
-		case errors.Is(err, context.DeadlineExceeded):
-			return out
-		case errors.Is(err, source.ErrWatchClosed):
-			return append(out, "CLOSED")
-		case err != nil:
-			t.Fatalf("Next: %v", err)
-		}
-		out = append(out, describe(ev))
-	}
-}
-
-func mustWatch(t *testing.T, f *source.Fake[*corev1.Pod], opts metav1.ListOptions) podWatcher {
-	t.Helper()
-	w, err := f.Watch(t.Context(), opts)
-	if err != nil {
-		t.Fatalf("Watch(%+v): %v", opts, err)
-	}
-	t.Cleanup(w.Stop)
-	return w
-}
 
 func TestFakeWatchStart(t *testing.T) {
 	notOlder := metav1.ResourceVersionMatchNotOlderThan
@@ -107,7 +52,7 @@ func TestFakeWatchStart(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				f := source.NewFake(source.FakeOptions[*corev1.Pod]{NoWatchList: tt.noWL, Objects: []*corev1.Pod{
+				f := sourcetest.NewFake(podOptions{NoWatchList: tt.noWL, Objects: []*corev1.Pod{
 					pod("ns", "a", nil), pod("ns", "b", nil),
 				}})
 				mustDo(t)(f.Update(pod("ns", "a", map[string]string{"app": "web"})))
@@ -123,7 +68,7 @@ func TestFakeWatchStart(t *testing.T) {
 					t.Fatalf("%s: %v", tt.name, err)
 				}
 				defer w.Stop()
-				mustDo(t)(f.Add(pod("ns", "c", map[string]string{"app": "web"})))
+				mustDo(t)(f.Create(pod("ns", "c", map[string]string{"app": "web"})))
 				if diff := cmp.Diff(tt.want, drain(t, w)); diff != "" {
 					t.Errorf("%s: events (-want +got)\n%s", tt.name, diff)
 				}
@@ -134,17 +79,17 @@ func TestFakeWatchStart(t *testing.T) {
 
 func TestFakeWatchTooOld(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := source.NewFake(source.FakeOptions[*corev1.Pod]{Window: 2})
+		f := sourcetest.NewFake(podOptions{Window: 2})
 		for _, n := range []string{"a", "b", "c", "d"} {
-			mustDo(t)(f.Add(pod("ns", n, nil))) // 101..104; 103 and 104 retained
+			mustDo(t)(f.Create(pod("ns", n, nil))) // 101..104; 103 and 104 retained
 		}
 		w := mustWatch(t, f, metav1.ListOptions{ResourceVersion: "101"})
 		ev, err := w.Next(t.Context())
 		var serr *source.Error
-		if err != nil || ev.Type != watch.Error || !isExpired(ev.Err) || !errors.As(ev.Err, &serr) || serr.Phase != source.PhaseWatch {
-			t.Fatalf("first event = %+v, %v; want a 410 error event in phase watch", ev, err)
+		if !isExpired(err) || !errors.As(err, &serr) || serr.Phase != source.PhaseWatch {
+			t.Fatalf("first Next = %+v, %v; want a 410 error in phase watch", ev, err)
 		}
-		if got, want := ev.Err.Error(), "watch: too old resource version: 101 (102)"; got != want {
+		if got, want := err.Error(), "watch: too old resource version: 101 (102)"; got != want {
 			t.Errorf("error = %q, want %q", got, want)
 		}
 		if diff := cmp.Diff([]string{"CLOSED"}, drain(t, w)); diff != "" {
@@ -169,15 +114,15 @@ func TestFakeWatchTooOld(t *testing.T) {
 
 func TestFakeWatchSelectorTransitions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := source.NewFake(source.FakeOptions[*corev1.Pod]{})
+		f := sourcetest.NewFake(podOptions{})
 		w := mustWatch(t, f, metav1.ListOptions{ResourceVersion: "100", LabelSelector: "app=web"})
 		web, db := map[string]string{"app": "web"}, map[string]string{"app": "db"}
-		mustDo(t)(f.Add(pod("ns", "a", db)))     // 101: not selected
+		mustDo(t)(f.Create(pod("ns", "a", db)))  // 101: not selected
 		mustDo(t)(f.Update(pod("ns", "a", web))) // 102: enters
 		mustDo(t)(f.Update(pod("ns", "a", web))) // 103: stays
 		mustDo(t)(f.Update(pod("ns", "a", db)))  // 104: leaves
 		mustDo(t)(f.Delete(key("ns", "a")))      // 105: not selected
-		mustDo(t)(f.Add(pod("ns", "b", web)))    // 106
+		mustDo(t)(f.Create(pod("ns", "b", web))) // 106
 		mustDo(t)(f.Delete(key("ns", "b")))      // 107
 		want := []string{"ADDED ns/a@102", "MODIFIED ns/a@103", "DELETED ns/a@104", "ADDED ns/b@106", "DELETED ns/b@107"}
 		if diff := cmp.Diff(want, drain(t, w)); diff != "" {
@@ -191,7 +136,7 @@ func TestFakeWatchSelectorTransitions(t *testing.T) {
 
 func TestFakeLeavingSelectorCarriesPreviousContent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := source.NewFake(source.FakeOptions[*corev1.Pod]{Objects: []*corev1.Pod{pod("ns", "a", map[string]string{"app": "web"})}})
+		f := sourcetest.NewFake(podOptions{Objects: []*corev1.Pod{pod("ns", "a", map[string]string{"app": "web"})}})
 		w := mustWatch(t, f, metav1.ListOptions{ResourceVersion: "101", LabelSelector: "app=web"})
 		mustDo(t)(f.Update(pod("ns", "a", map[string]string{"app": "db"})))
 		ev, err := w.Next(t.Context())
@@ -203,11 +148,11 @@ func TestFakeLeavingSelectorCarriesPreviousContent(t *testing.T) {
 
 func TestFakeBookmark(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := source.NewFake(source.FakeOptions[*corev1.Pod]{Objects: []*corev1.Pod{pod("ns", "a", nil)}})
+		f := sourcetest.NewFake(podOptions{Objects: []*corev1.Pod{pod("ns", "a", nil)}})
 		with := mustWatch(t, f, metav1.ListOptions{ResourceVersion: "101", AllowWatchBookmarks: true})
 		without := mustWatch(t, f, metav1.ListOptions{ResourceVersion: "101"})
 		f.Bookmark()
-		mustDo(t)(f.Add(pod("ns", "b", nil)))
+		mustDo(t)(f.Create(pod("ns", "b", nil)))
 		f.Bookmark()
 		if diff := cmp.Diff([]string{"BOOKMARK @101", "ADDED ns/b@102", "BOOKMARK @102"}, drain(t, with)); diff != "" {
 			t.Errorf("with bookmarks (-want +got)\n%s", diff)
@@ -220,11 +165,11 @@ func TestFakeBookmark(t *testing.T) {
 
 func TestFakeWatchTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := source.NewFake(source.FakeOptions[*corev1.Pod]{})
+		f := sourcetest.NewFake(podOptions{})
 		w := mustWatch(t, f, metav1.ListOptions{ResourceVersion: "100", TimeoutSeconds: new(int64(30))})
 		endless := mustWatch(t, f, metav1.ListOptions{ResourceVersion: "100"})
 		time.Sleep(28 * time.Second)
-		mustDo(t)(f.Add(pod("ns", "a", nil)))
+		mustDo(t)(f.Create(pod("ns", "a", nil)))
 		if diff := cmp.Diff([]string{"ADDED ns/a@101"}, drain(t, w)); diff != "" { // drain waits 1s
 			t.Errorf("before the timeout (-want +got)\n%s", diff)
 		}
@@ -247,7 +192,7 @@ func TestFakeWatchTimeout(t *testing.T) {
 
 func TestFakeWatchTimeoutFires(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := source.NewFake(source.FakeOptions[*corev1.Pod]{})
+		f := sourcetest.NewFake(podOptions{})
 		w := mustWatch(t, f, metav1.ListOptions{TimeoutSeconds: new(int64(5))})
 		start := time.Now()
 		_, err := w.Next(t.Context())
@@ -259,16 +204,16 @@ func TestFakeWatchTimeoutFires(t *testing.T) {
 
 func TestFakeCutWatches(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := source.NewFake(source.FakeOptions[*corev1.Pod]{})
+		f := sourcetest.NewFake(podOptions{})
 		w1 := mustWatch(t, f, metav1.ListOptions{ResourceVersion: "100"})
 		w2 := mustWatch(t, f, metav1.ListOptions{ResourceVersion: "100"})
-		mustDo(t)(f.Add(pod("ns", "a", nil)))
+		mustDo(t)(f.Create(pod("ns", "a", nil)))
 		if diff := cmp.Diff([]string{"ADDED ns/a@101"}, drain(t, w1)); diff != "" {
 			t.Errorf("before the cut (-want +got)\n%s", diff)
 		}
-		mustDo(t)(f.Add(pod("ns", "b", nil))) // queued, never received
+		mustDo(t)(f.Create(pod("ns", "b", nil))) // queued, never received
 		f.CutWatches()
-		mustDo(t)(f.Add(pod("ns", "c", nil)))
+		mustDo(t)(f.Create(pod("ns", "c", nil)))
 		if diff := cmp.Diff([]string{"CLOSED"}, drain(t, w1)); diff != "" {
 			t.Errorf("after the cut (-want +got)\n%s", diff)
 		}
@@ -287,11 +232,11 @@ func TestFakeCutWatches(t *testing.T) {
 
 func TestFakeDropEvents(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := source.NewFake(source.FakeOptions[*corev1.Pod]{})
+		f := sourcetest.NewFake(podOptions{})
 		w := mustWatch(t, f, metav1.ListOptions{ResourceVersion: "100"})
 		f.DropEvents(2)
-		mustDo(t)(f.Add(pod("ns", "a", nil)))
-		mustDo(t)(f.Add(pod("ns", "b", nil)))
+		mustDo(t)(f.Create(pod("ns", "a", nil)))
+		mustDo(t)(f.Create(pod("ns", "b", nil)))
 		mustDo(t)(f.Delete(key("ns", "a")))
 		if diff := cmp.Diff([]string{"DELETED ns/a@103"}, drain(t, w)); diff != "" {
 			t.Errorf("watch (-want +got)\n%s", diff)
@@ -311,7 +256,7 @@ func TestFakeDropEvents(t *testing.T) {
 
 func TestFakeFailWatches(t *testing.T) {
 	ctx := t.Context()
-	f := source.NewFake(source.FakeOptions[*corev1.Pod]{})
+	f := sourcetest.NewFake(podOptions{})
 	tooMany := apierrors.NewTooManyRequests("slow down", 1)
 	f.FailWatches(1, tooMany)
 	w, err := f.Watch(ctx, metav1.ListOptions{})
@@ -335,11 +280,11 @@ func TestFakeFailWatches(t *testing.T) {
 
 func TestFakeInjectWatchError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := source.NewFake(source.FakeOptions[*corev1.Pod]{})
+		f := sourcetest.NewFake(podOptions{})
 		w := mustWatch(t, f, metav1.ListOptions{ResourceVersion: "100"})
-		mustDo(t)(f.Add(pod("ns", "a", nil)))
+		mustDo(t)(f.Create(pod("ns", "a", nil)))
 		f.InjectWatchError(apierrors.NewResourceExpired("compacted"))
-		mustDo(t)(f.Add(pod("ns", "b", nil)))
+		mustDo(t)(f.Create(pod("ns", "b", nil)))
 		if diff := cmp.Diff([]string{"ADDED ns/a@101", "ERROR Expired", "CLOSED"}, drain(t, w)); diff != "" {
 			t.Errorf("events (-want +got)\n%s", diff)
 		}
@@ -347,6 +292,18 @@ func TestFakeInjectWatchError(t *testing.T) {
 		f.InjectWatchError(nil)
 		if diff := cmp.Diff([]string{"ERROR InternalError", "CLOSED"}, drain(t, w)); diff != "" {
 			t.Errorf("nil error (-want +got)\n%s", diff)
+		}
+		// Any error is returned as the cause of an *source.Error.
+		boom := errors.New("boom")
+		w = mustWatch(t, f, metav1.ListOptions{ResourceVersion: "102"})
+		f.InjectWatchError(boom)
+		_, err := w.Next(t.Context())
+		var serr *source.Error
+		if !errors.As(err, &serr) || serr.Phase != source.PhaseWatch || serr.Err != boom {
+			t.Errorf("Next = %v, want an *source.Error in phase watch wrapping %v", err, boom)
+		}
+		if _, err := w.Next(t.Context()); !errors.Is(err, source.ErrWatchClosed) {
+			t.Errorf("Next after the error = %v, want ErrWatchClosed", err)
 		}
 		if n := f.OpenWatches(); n != 0 {
 			t.Errorf("OpenWatches() = %d, want 0", n)
@@ -356,20 +313,20 @@ func TestFakeInjectWatchError(t *testing.T) {
 
 func TestFakeInjectEvent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := source.NewFake(source.FakeOptions[*corev1.Pod]{})
+		f := sourcetest.NewFake(podOptions{})
 		w := mustWatch(t, f, metav1.ListOptions{ResourceVersion: "100", LabelSelector: "app=web"})
 		odd := pod("other", "x", nil) // does not match the selector: injected events bypass it
-		injected := []source.Event[*corev1.Pod]{
+		injected := []podEvent{
 			{Type: watch.Modified, Object: odd},
 			{Type: "WEIRD"},
 			{Type: watch.Added},
-			{Type: watch.Error, Err: fmt.Errorf("%w: wrapped", source.ErrMalformed)},
+			{Type: watch.Error}, // an Event is never an error: delivered as is
 		}
 		for _, ev := range injected {
 			f.InjectEvent(ev)
 		}
 		odd.Name = "changed after injecting"
-		var got []source.Event[*corev1.Pod]
+		var got []podEvent
 		for range injected {
 			ev, err := w.Next(t.Context())
 			if err != nil {
@@ -380,11 +337,17 @@ func TestFakeInjectEvent(t *testing.T) {
 		if got[0].Object == odd || got[0].Object.Name != "x" {
 			t.Errorf("injected object was not copied: %+v", got[0].Object)
 		}
-		if diff := cmp.Diff([]string{"MODIFIED other/x@", "WEIRD <nil>", "ADDED <nil>"}, []string{describe(got[0]), describe(got[1]), describe(got[2])}); diff != "" {
+		var descs []string
+		for _, ev := range got {
+			descs = append(descs, describe(ev))
+		}
+		if diff := cmp.Diff([]string{"MODIFIED other/x@", "WEIRD <nil>", "ADDED <nil>", "ERROR <nil>"}, descs); diff != "" {
 			t.Errorf("events (-want +got)\n%s", diff)
 		}
-		if !errors.Is(got[3].Err, source.ErrMalformed) {
-			t.Errorf("error event = %+v", got[3])
+		// The stream goes on after injected events.
+		mustDo(t)(f.Create(pod("ns", "a", map[string]string{"app": "web"})))
+		if diff := cmp.Diff([]string{"ADDED ns/a@101"}, drain(t, w)); diff != "" {
+			t.Errorf("after the injected events (-want +got)\n%s", diff)
 		}
 	})
 }

@@ -1,0 +1,87 @@
+package source
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/typedinformer/informer/cache"
+)
+
+// Resource says what a source lists: the resource, to name it in errors,
+// and its scope, so that a lister can refuse a lookup in the wrong scope.
+// Either may be unknown (empty, cache.ScopeUnknown).
+type Resource struct {
+	// GroupResource is the resource, such as {Resource: "pods"} or
+	// {Group: "apps", Resource: "deployments"}.
+	schema.GroupResource
+	// Scope is cache.ScopeNamespaced or cache.ScopeCluster when known.
+	Scope cache.Scope
+}
+
+// Describer is implemented by sources that know the resource they list.
+// Informers ask it through [ResourceOf].
+type Describer interface {
+	Resource() Resource
+}
+
+// ResourceOf returns what src says about its resource if it is a
+// [Describer]. Otherwise, and for what the source leaves empty, it guesses
+// the resource from T's Go type name the way the API machinery names
+// resources (Pod: pods, Endpoints: endpoints), with no group and an unknown
+// scope; it makes no guess for the generic types (Unstructured,
+// PartialObjectMetadata), whose resource only the source knows.
+func ResourceOf[T cache.Object](src Source[T]) Resource {
+	var r Resource
+	if d, ok := src.(Describer); ok {
+		r = d.Resource()
+	}
+	if r.Resource == "" {
+		r.Resource = guessResource[T]().Resource
+	}
+	return r
+}
+
+// guessResource names T's resource from its Go type name.
+func guessResource[T cache.Object]() schema.GroupResource {
+	rt := reflect.TypeFor[T]()
+	if rt.Kind() == reflect.Pointer {
+		rt = rt.Elem()
+	}
+	switch rt.Name() {
+	case "", "Unstructured", "PartialObjectMetadata":
+		return schema.GroupResource{}
+	}
+	plural, _ := meta.UnsafeGuessKindToResource(schema.GroupVersionKind{Kind: rt.Name()})
+	return plural.GroupResource()
+}
+
+// ErrNilSource is returned by [Check] and by constructors given a nil source,
+// client or lister-watcher.
+var ErrNilSource = errors.New("source: nil source")
+
+// Check reports a nil source, including a typed nil pointer in the
+// interface, which would fail only later, in another goroutine.
+func Check[T cache.Object](src Source[T]) error {
+	if isNilValue(src) {
+		return fmt.Errorf("%w (Source[%s])", ErrNilSource, reflect.TypeFor[T]())
+	}
+	return nil
+}
+
+// isNilValue reports a nil interface or a nil pointer, map, slice, func or
+// channel inside one.
+func isNilValue(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
+}
