@@ -1,29 +1,48 @@
-// Package reflector keeps a queue in step with a [source.Source]: it lists
-// (or streams the initial state), hands the result to the queue as one
-// Replace, then watches from the list's resourceVersion and hands every
-// event to the queue, recovering from every failure a real API server can
-// produce.
+// Package reflector keeps a sink (the informer's queue) in step with a
+// [source.Source]: it lists (or streams the initial state), hands the list
+// over as ReplaceStart, Replaced..., ReplaceEnd while it arrives, then
+// watches from the list's resourceVersion and hands over every event,
+// recovering from every failure a real API server can produce.
 //
 // Behaviour, with client-go's Reflector as the reference:
 //
 //   - Initial state: a streaming list (a watch with sendInitialEvents and the
 //     "k8s.io/initial-events-end" bookmark) when the source supports it,
-//     else a paginated LIST. The queue's Replace is called once, only when
-//     the whole list (or the end bookmark) is in: a half list is never
-//     published.
+//     else a paginated LIST. The consumer applies a list only at its
+//     ReplaceEnd, so a half list is never published; a list that fails
+//     midway is started over with a new ReplaceStart.
+//   - Every object goes through Options.Prepare (the informer's transform
+//     and index functions) before it is pushed. A refused object is
+//     reported and the reflector relists after a backoff: the
+//     resourceVersion never moves past an object the cache did not take.
 //   - Watch from the last synced resourceVersion with bookmarks requested
-//     and a randomised timeout. A watch that ends normally is restarted
-//     from the last resourceVersion, without a relist.
-//   - 410 Gone / "too old resource version" and "too large resource version":
-//     relist; after an expired or too-large version the relist is a quorum
-//     read (resourceVersion "").
-//   - 429 and connection refused: back off and retry the same step, no
-//     relist. In-stream internal errors (500): back off and re-watch.
+//     and a randomised timeout. A watch that ends normally is restarted from
+//     the last resourceVersion, without a relist; one that ended within a
+//     second, whatever it delivered, only after a backoff.
+//   - 410 Gone and "too large resource version" (in its three server
+//     forms) are the only watch errors that lead to a relist. The relist
+//     asks for the last synced version (a watch cache serves it with
+//     anything at least as new), and for a quorum read (resourceVersion
+//     "") after a too-large version or when the list itself is refused
+//     with 410. Every other watch
+//     error, at start or in the stream (500, 503, 429, connection refused
+//     or reset, EOF, 403, a malformed frame), is retried from the same
+//     resourceVersion after a backoff.
+//   - The resume point never goes back: events of a watch move it only
+//     forward. After a list without a resourceVersion no watch can resume,
+//     so a watch that ends is followed by a quorum relist.
 //   - Backoff is exponential with jitter, 800ms to 30s, and goes back to
 //     800ms every two minutes (wait.Backoff.DelayWithReset, as client-go).
-//   - A streaming list that fails for any reason but a refusal or an RBAC
-//     error is reported before the LIST fallback.
-//   - A queue write that fails (a transform error, an object without a
-//     name) is reported and the reflector relists after a backoff: the
-//     resourceVersion never moves past an event the cache did not take.
+//   - A streaming list the server refuses (400, 422, 405, 406) switches to
+//     LIST for good; one that fails for a transient reason is retried; any
+//     other failure but an RBAC error or a missing resource is reported
+//     before the LIST fallback.
+//   - Before the first list succeeds, a LIST the server refuses as
+//     malformed (400, 405, 406, 415, 422) ends Run with the error: retrying
+//     the same request cannot succeed. Later, the same errors are retried.
+//
+// The reflector owns its status: the last error (cleared as soon as the
+// source answers well again: a list, an established watch, an event or a
+// bookmark), when it happened, since when the cache may be stale, and its
+// counters. Errors are delivered in order on [Reflector.Errors].
 package reflector

@@ -13,17 +13,24 @@ import (
 	"github.com/typedinformer/informer/source"
 )
 
-// WriteError is a queue write that failed: the object could not be taken
-// (transform error, bad key). The reflector relists after a backoff rather
-// than move its resourceVersion past it.
+// WriteError is an object the reflector refused: Prepare failed (a
+// transform error, an index function error, no name). The reflector relists
+// after a backoff rather than move its resourceVersion past it.
 type WriteError struct {
-	Op  string
+	// Key is the refused object's key, if it has one.
+	Key cache.Key
+	// Err is Prepare's error.
 	Err error
 }
 
-func (e *WriteError) Error() string { return fmt.Sprintf("queue %s: %v", e.Op, e.Err) }
+func (e *WriteError) Error() string {
+	if e.Key == (cache.Key{}) {
+		return fmt.Sprintf("refused an object: %v", e.Err)
+	}
+	return fmt.Sprintf("refused %v: %v", e.Key, e.Err)
+}
 
-// Unwrap returns the queue's error.
+// Unwrap returns Prepare's error.
 func (e *WriteError) Unwrap() error { return e.Err }
 
 func isWriteError(err error) bool {
@@ -62,10 +69,16 @@ func isTooLarge(err error) bool {
 	return strings.Contains(s.Message, "Too large resource version")
 }
 
-// isRetriable reports errors after which the same request is retried after a
-// backoff, without a relist.
-func isRetriable(err error) bool {
-	return utilnet.IsConnectionRefused(err) || apierrors.IsTooManyRequests(err)
+// needsRelist reports the errors after which the resourceVersion cannot be
+// used any more, so only a new list can go on.
+func needsRelist(err error) bool { return isExpired(err) || isTooLarge(err) }
+
+// isTransient reports errors of a moment: the connection, an overloaded or
+// restarting server. The same request is retried after a backoff.
+func isTransient(err error) bool {
+	return utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) ||
+		apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) ||
+		apierrors.IsServerTimeout(err) || (apierrors.IsTimeout(err) && !isTooLarge(err))
 }
 
 // refusesWatchList reports errors that mean the server does not support a
@@ -75,13 +88,22 @@ func refusesWatchList(err error) bool {
 		apierrors.IsMethodNotSupported(err) || apierrors.IsNotAcceptable(err)
 }
 
-// isMalformed reports a frame the source could not make sense of: an unknown
-// event type, an error event without a status, an object of the wrong type
-// or a nil object.
-func isMalformed(err error) bool {
-	var we *WriteError
-	if errors.As(err, &we) {
-		return false
-	}
-	return errors.Is(err, source.ErrMalformed) || errors.Is(err, source.ErrWrongType) || errors.Is(err, cache.ErrNilObject)
+// isMalformedRequest reports a request the server refuses as such:
+// retrying the same request cannot succeed.
+func isMalformedRequest(err error) bool {
+	return apierrors.IsBadRequest(err) || apierrors.IsInvalid(err) ||
+		apierrors.IsMethodNotSupported(err) || apierrors.IsNotAcceptable(err) ||
+		apierrors.IsUnsupportedMediaType(err)
+}
+
+// NeedsIntervention reports errors that retrying will not fix until someone
+// changes something elsewhere: RBAC, credentials, a missing resource (CRD).
+// Waits for sync return at once on them.
+func NeedsIntervention(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsNotFound(err)
+}
+
+// malformedEvent is the error for an event that breaks the source contract.
+func malformedEvent(format string, args ...any) error {
+	return &source.Error{Phase: source.PhaseWatch, Err: fmt.Errorf("%w: "+format, append([]any{source.ErrMalformed}, args...)...)}
 }

@@ -4,93 +4,110 @@ import (
 	"context"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/typedinformer/informer/fifo"
 )
 
-// relistRV is the resourceVersion a LIST asks for: "" (a quorum read) after
-// an expired or too-large version, "0" (any cached state) for the very
-// first list, and the last synced version otherwise, so a relist never goes
-// back in time.
+// relistRV is the resourceVersion a LIST asks for: "0" (any cached state)
+// for the very first list, the last synced version for a relist, so that a
+// relist never goes back in time, and "" (a quorum read) after an expired
+// or too-large version or when there is no version to name.
 func (r *Reflector[T]) relistRV() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
 	case r.rvUnavailable:
 		return ""
-	case r.lastSyncRV == "":
+	case !r.listed:
 		return "0"
+	case !r.resumable:
+		// The last list had no version: the events since define none.
+		return ""
 	}
 	return r.lastSyncRV
 }
 
-// list reads the whole collection, page by page, and replaces the queue's
-// content with it in one Replace.
+// list reads the whole collection, page by page, and hands it to the sink
+// as one list (ReplaceStart, Replaced per object, ReplaceEnd) while the
+// pages arrive, so that no second copy of the collection is held; the
+// consumer applies it only at ReplaceEnd, so a list that fails midway is
+// never published.
 func (r *Reflector[T]) list(ctx context.Context) error {
 	rv := r.relistRV()
 	r.lists.Add(1)
-	if r.synced() {
+	if r.hasListed() {
 		r.relists.Add(1)
 	}
-	items, listRV, err := r.listPages(ctx, rv)
-	if err != nil && (isExpired(err) || isTooLarge(err)) {
+	listRV, err := r.listPages(ctx, rv)
+	if err != nil && needsRelist(err) {
 		klog.FromContext(ctx).V(2).Info("list resourceVersion unavailable, listing from etcd", "resourceVersion", rv, "err", err)
-		r.mu.Lock()
-		r.rvUnavailable = true
-		r.mu.Unlock()
+		r.setUnavailable()
 		r.lists.Add(1)
-		items, listRV, err = r.listPages(ctx, "")
+		listRV, err = r.listPages(ctx, "")
 	}
 	if err != nil {
 		return err
 	}
-	if err := r.queue.Replace(items, listRV); err != nil {
-		return &WriteError{Op: "replace", Err: err}
+	if err := r.pushOne(fifo.Delta[T]{Type: fifo.ReplaceEnd, ResourceVersion: listRV}); err != nil {
+		return err
 	}
-	r.setSynced(listRV)
-	r.failing.Store(false)
-	if r.opts.OnSynced != nil {
-		r.opts.OnSynced(listRV)
-	}
+	r.setListed(listRV)
 	return nil
 }
 
-// listPages follows continue tokens until the last page. If a token expires
-// midway, it starts over with one unpaginated quorum list: pages of two
-// different snapshots are never mixed.
-func (r *Reflector[T]) listPages(ctx context.Context, rv string) ([]T, string, error) {
+// listPages follows continue tokens until the last page, pushing each page
+// as it comes. If a token expires midway, it starts over with one
+// unpaginated quorum list: pages of two different snapshots are never
+// mixed. It returns the list's resourceVersion.
+func (r *Reflector[T]) listPages(ctx context.Context, rv string) (string, error) {
+	if err := r.pushOne(fifo.Delta[T]{Type: fifo.ReplaceStart}); err != nil {
+		return "", err
+	}
 	opts := metav1.ListOptions{ResourceVersion: rv}
 	if rv == "" || rv == "0" {
 		// A list at a specific version is served whole from the watch cache;
 		// paging it would force reads from etcd.
 		opts.Limit = r.opts.PageSize
 	}
-	var items []T
 	for {
 		page, err := r.src.List(ctx, opts)
-		if err != nil {
-			if opts.Continue != "" && isExpired(err) {
-				klog.FromContext(ctx).V(2).Info("continue token expired, listing again without paging", "err", err)
-				r.lists.Add(1)
-				page, err = r.src.List(ctx, metav1.ListOptions{ResourceVersion: ""})
-				if err != nil {
-					return nil, "", err
-				}
-				return page.Items, page.ResourceVersion, nil
+		if err != nil && opts.Continue != "" && (isExpired(err) || apierrors.IsBadRequest(err)) {
+			klog.FromContext(ctx).V(2).Info("continue token refused, listing again without paging", "err", err)
+			r.lists.Add(1)
+			if err := r.pushOne(fifo.Delta[T]{Type: fifo.ReplaceStart}); err != nil {
+				return "", err
 			}
-			return nil, "", err
+			opts = metav1.ListOptions{ResourceVersion: ""}
+			continue
 		}
-		if items == nil {
-			items = page.Items
-		} else {
-			items = append(items, page.Items...)
+		if err != nil {
+			return "", err
+		}
+		if err := r.pushItems(page.Items); err != nil {
+			return "", err
 		}
 		if page.Continue == "" {
-			return items, page.ResourceVersion, nil
+			return page.ResourceVersion, nil
 		}
 		if ctx.Err() != nil {
-			return nil, "", fmt.Errorf("list interrupted: %w", ctx.Err())
+			return "", fmt.Errorf("list interrupted: %w", ctx.Err())
 		}
 		opts = metav1.ListOptions{Limit: r.opts.PageSize, Continue: page.Continue}
 	}
+}
+
+// pushItems prepares a page's objects and pushes them as Replaced deltas.
+func (r *Reflector[T]) pushItems(items []T) error {
+	ds := make([]fifo.Delta[T], 0, len(items))
+	for _, obj := range items {
+		e, err := r.opts.Prepare(fifo.Replaced, obj)
+		if err != nil {
+			return refused(obj, err)
+		}
+		ds = append(ds, fifo.Delta[T]{Type: fifo.Replaced, Entry: e})
+	}
+	return r.push(ds)
 }

@@ -5,17 +5,15 @@ import (
 	"testing/synctest"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
-	"github.com/typedinformer/informer/fifo"
 )
 
 // Fault 5: pagination. The first list (RV "0") and quorum lists (RV "") are
 // paged with Limit = PageSize; pages are followed by their continue token;
-// a token that expires midway gives one full unpaged quorum list; a list at
-// a known RV is not paged. The queue gets one Replace per complete list and
-// never a half list.
+// a token that expires (or is refused) midway gives one full unpaged quorum
+// list, opened with a new ReplaceStart; a list at a known RV is not paged.
+// Each page is pushed as it arrives (before the next page is asked for), and
+// a list is closed by a ReplaceEnd only once complete.
 func TestPagination(t *testing.T) {
 	a, b, c, d, e, f := pod("a", "1"), pod("b", "2"), pod("c", "3"), pod("d", "4"), pod("e", "5"), pod("f", "6")
 	tests := []struct {
@@ -28,23 +26,27 @@ func TestPagination(t *testing.T) {
 		// sameAttempt: want[i] and want[i+1] come without a backoff
 		// between them; afterBackoff: want[i] comes after one.
 		sameAttempt, afterBackoff []int
+		// wantPushed[i]: the deltas pushed when want[i] was asked for
+		// (nil: not checked).
+		wantPushed []int
 	}{
 		{
 			name:     "one page, default page size",
 			lists:    []step{page("10", "", a, b)},
 			watchs:   []step{hangs().final()},
 			want:     []req{list("0", DefaultPageSize), watchAt("10")},
-			wantOps:  []string{"replace@10 [a@1 b@2]"},
+			wantOps:  []string{"start", "replaced a@1", "replaced b@2", "end@10"},
 			pageSize: 0,
 		},
 		{
-			name:        "pages followed by continue",
+			name:        "pages followed by continue, each pushed as it arrives",
 			pageSize:    2,
 			lists:       []step{page("10", "c1", a, b), page("10", "c2", c, d), page("10", "", e)},
 			watchs:      []step{hangs().final()},
 			want:        []req{list("0", 2), next("c1", 2), next("c2", 2), watchAt("10")},
-			wantOps:     []string{"replace@10 [a@1 b@2 c@3 d@4 e@5]"},
+			wantOps:     []string{"start", "replaced a@1", "replaced b@2", "replaced c@3", "replaced d@4", "replaced e@5", "end@10"},
 			sameAttempt: []int{0, 1},
+			wantPushed:  []int{1, 3, 5, 7}, // the ReplaceStart comes before the first request
 		},
 		{
 			name:     "continue token expired on page 3: one full list",
@@ -53,10 +55,25 @@ func TestPagination(t *testing.T) {
 				page("10", "c1", a, b), page("10", "c2", c, d), fail(listErr(expired())),
 				page("15", "", a, b, c, d, e, f),
 			},
-			watchs:      []step{hangs().final()},
-			want:        []req{list("0", 2), next("c1", 2), next("c2", 2), list("", 0), watchAt("15")},
-			wantOps:     []string{"replace@15 [a@1 b@2 c@3 d@4 e@5 f@6]"},
+			watchs: []step{hangs().final()},
+			want:   []req{list("0", 2), next("c1", 2), next("c2", 2), list("", 0), watchAt("15")},
+			wantOps: []string{
+				"start", "replaced a@1", "replaced b@2", "replaced c@3", "replaced d@4",
+				"start", "replaced a@1", "replaced b@2", "replaced c@3", "replaced d@4", "replaced e@5", "replaced f@6", "end@15",
+			},
 			sameAttempt: []int{2},
+		},
+		{
+			name:     "continue token refused with 400: one full list",
+			pageSize: 2,
+			lists: []step{
+				page("10", "c1", a, b), fail(listErr(apierrors.NewBadRequest("invalid continue token"))),
+				page("15", "", a, b, c),
+			},
+			watchs:      []step{hangs().final()},
+			want:        []req{list("0", 2), next("c1", 2), list("", 0), watchAt("15")},
+			wantOps:     []string{"start", "replaced a@1", "replaced b@2", "start", "replaced a@1", "replaced b@2", "replaced c@3", "end@15"},
+			sameAttempt: []int{0, 1},
 		},
 		{
 			name:     "continue token expired, then the full list fails",
@@ -70,12 +87,15 @@ func TestPagination(t *testing.T) {
 				list("0", 2), next("c1", 2), list("", 0),
 				list("0", 2), next("c1", 2), watchAt("15"),
 			},
-			wantOps:      []string{"replace@15 [a@1 b@2 c@3]"},
+			wantOps: []string{
+				"start", "replaced a@1", "replaced b@2", "start",
+				"start", "replaced a@1", "replaced b@2", "replaced c@3", "end@15",
+			},
 			wantErrs:     1,
 			afterBackoff: []int{3},
 		},
 		{
-			name:     "503 on page 2: no Replace, the next attempt starts at page 1",
+			name:     "503 on page 2: no ReplaceEnd, the next attempt starts at page 1",
 			pageSize: 2,
 			lists: []step{
 				page("10", "c1", a, b), fail(listErr(unavailable())),
@@ -83,7 +103,7 @@ func TestPagination(t *testing.T) {
 			},
 			watchs:       []step{hangs().final()},
 			want:         []req{list("0", 2), next("c1", 2), list("0", 2), next("c1", 2), watchAt("11")},
-			wantOps:      []string{"replace@11 [a@1 b@2 c@3]"},
+			wantOps:      []string{"start", "replaced a@1", "replaced b@2", "start", "replaced a@1", "replaced b@2", "replaced c@3", "end@11"},
 			wantErrs:     1,
 			afterBackoff: []int{2},
 		},
@@ -91,9 +111,9 @@ func TestPagination(t *testing.T) {
 			name:     "relist at a known RV is one unpaged LIST",
 			pageSize: 2,
 			lists:    []step{page("10", "", a), page("20", "", a, b, c)},
-			watchs:   []step{closes(errorEvent(expired())), hangs().final()},
+			watchs:   []step{breaks(nextErr(expired())), hangs().final()},
 			want:     []req{list("0", 2), watchAt("10"), list("10", 0), watchAt("20")},
-			wantOps:  []string{"replace@10 [a@1]", "replace@20 [a@1 b@2 c@3]"},
+			wantOps:  []string{"start", "replaced a@1", "end@10", "start", "replaced a@1", "replaced b@2", "replaced c@3", "end@20"},
 		},
 		{
 			name:     "quorum relist is paged",
@@ -102,31 +122,31 @@ func TestPagination(t *testing.T) {
 				page("10", "", a), fail(listErr(expired())),
 				page("20", "c1", a, b), page("20", "", c),
 			},
-			watchs: []step{closes(errorEvent(expired())), hangs().final()},
+			watchs: []step{breaks(nextErr(expired())), hangs().final()},
 			want: []req{
 				list("0", 2), watchAt("10"),
 				list("10", 0), list("", 2), next("c1", 2),
 				watchAt("20"),
 			},
-			wantOps:     []string{"replace@10 [a@1]", "replace@20 [a@1 b@2 c@3]"},
+			wantOps:     []string{"start", "replaced a@1", "end@10", "start", "start", "replaced a@1", "replaced b@2", "replaced c@3", "end@20"},
 			sameAttempt: []int{2, 3},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h := newHarness(t, Options{NoWatchList: true, PageSize: tt.pageSize}, fifo.Options[*corev1.Pod]{})
+				h := newHarness(t, opts{NoWatchList: true, PageSize: tt.pageSize})
 				h.src.lists, h.src.watches = tt.lists, tt.watchs
 				h.run()
 				if diff := cmp.Diff(tt.want, h.src.reqs()); diff != "" {
 					t.Fatalf("requests (-want +got):\n%s", diff)
 				}
-				if diff := cmp.Diff(tt.wantOps, h.q.recorded()); diff != "" {
-					t.Errorf("queue writes (-want +got):\n%s", diff)
+				if diff := cmp.Diff(tt.wantOps, h.sink.recorded()); diff != "" {
+					t.Errorf("deltas (-want +got):\n%s", diff)
 				}
 				errs := h.reported()
 				if len(errs) != tt.wantErrs {
-					t.Errorf("OnError got %d errors %v, want %d", len(errs), errs, tt.wantErrs)
+					t.Errorf("Errors delivered %d errors %v, want %d", len(errs), errs, tt.wantErrs)
 				}
 				for _, err := range errs {
 					if !apierrors.IsServiceUnavailable(err) {
@@ -135,13 +155,12 @@ func TestPagination(t *testing.T) {
 				}
 				calls := h.src.recorded()
 				for _, i := range tt.sameAttempt {
-					if g := gap(calls, i, i+1); g != 0 {
-						t.Errorf("%v came %v after %v, want no backoff between them", calls[i+1].req, g, calls[i].req)
-					}
+					h.checkGaps(nil, []int{i + 1})
 				}
-				for _, i := range tt.afterBackoff {
-					if g := gap(calls, i-1, i); g < DefaultBackoffInit {
-						t.Errorf("%v came %v after %v, want at least %v of backoff", calls[i].req, g, calls[i-1].req, DefaultBackoffInit)
+				h.checkGaps(tt.afterBackoff, nil)
+				for i, n := range tt.wantPushed {
+					if calls[i].pushed != n {
+						t.Errorf("%v asked for with %d deltas pushed, want %d", calls[i].req, calls[i].pushed, n)
 					}
 				}
 			})

@@ -2,27 +2,26 @@ package reflector
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/fifo"
 	"github.com/typedinformer/informer/source"
 )
 
-// Queue is what the reflector writes to: a fifo.Queue, or anything with the
-// same write methods.
-type Queue[T cache.Object] interface {
-	Add(obj T) error
-	Update(obj T) error
-	Delete(obj T) error
-	Replace(list []T, resourceVersion string) error
+// Sink is where the reflector writes: a *fifo.Queue, or anything that takes
+// deltas the same way.
+type Sink[T cache.Object] interface {
+	Push(deltas ...fifo.Delta[T]) error
 }
 
 // Defaults of [Options].
@@ -32,10 +31,16 @@ const (
 	DefaultBackoffInit     = 800 * time.Millisecond
 	DefaultBackoffMax      = 30 * time.Second
 	DefaultBackoffReset    = 2 * time.Minute
+	// shortWatch is how long a watch must last to be reopened at once; a
+	// watch that ends sooner, whatever it delivered, is reopened after a
+	// backoff, so a server that keeps closing watches causes no tight loop.
+	shortWatch = time.Second
+	// errorBuffer is how many reported errors wait for Errors' reader.
+	errorBuffer = 64
 )
 
 // Options configures [New].
-type Options struct {
+type Options[T cache.Object] struct {
 	// Name identifies the reflector in logs. Default: "reflector".
 	Name string
 	// PageSize is the LIST page size. Default: DefaultPageSize.
@@ -49,42 +54,70 @@ type Options struct {
 	// Backoff between failed attempts. Default: 800ms doubling to 30s with
 	// full jitter, reset to 800ms every DefaultBackoffReset.
 	Backoff *wait.Backoff
-	// OnError receives every error the reflector recovers from. Default:
-	// errors are only logged.
-	OnError func(error)
-	// OnSynced is called after each successful Replace, with its
-	// resourceVersion.
-	OnSynced func(resourceVersion string)
-	// OnRecovered is called when a watch delivers an event again after an
-	// error was reported: the cache is current again without a relist.
-	OnRecovered func()
+	// Prepare turns an object from the source into the entry to queue, for
+	// a delta of type t (Added, Updated, Deleted or Replaced). An error
+	// refuses the object: the reflector reports it and relists after a
+	// backoff rather than move its resourceVersion past the object.
+	// Default: the entry of the object's key, refusing nil and nameless
+	// objects.
+	Prepare func(t fifo.DeltaType, obj T) (cache.Entry[T], error)
 }
 
-// Stats counts what the reflector did. It is safe to read while the
-// reflector runs.
+// Stats counts what the reflector did.
 type Stats struct {
-	Lists, Watches, WatchLists, Relists int
-	Events, Bookmarks, Errors           int
+	// Lists counts LIST requests (pages of one list count once); WatchLists
+	// counts streaming lists; Relists counts the lists and streaming lists
+	// after the first one that succeeded.
+	Lists, WatchLists, Relists int
+	// Watches counts watch requests besides streaming lists.
+	Watches int
+	// Events and Bookmarks count watch events taken.
+	Events, Bookmarks int
+	// Errors counts list and watch errors recovered from.
+	Errors int
 }
 
-// Reflector lists and watches a source into a queue.
+// Status is the reflector's view of its source.
+type Status struct {
+	// LastError is the last error since the source was last healthy (a
+	// list succeeded, a watch was established, an event or bookmark
+	// arrived); nil when it is healthy.
+	LastError error
+	// LastErrorTime is when LastError happened.
+	LastErrorTime time.Time
+	// StaleSince is when the current run of errors began: since then the
+	// cache may be stale. Zero when healthy.
+	StaleSince time.Time
+	// Stats are the reflector's counters.
+	Stats Stats
+}
+
+// Reflector lists and watches a source into a sink.
 type Reflector[T cache.Object] struct {
-	src   source.Source[T]
-	queue Queue[T]
-	opts  Options
-	delay wait.DelayFunc
+	src     source.Source[T]
+	sink    Sink[T]
+	opts    Options[T]
+	delay   wait.DelayFunc
+	errs    chan error
+	dropped atomic.Int64
+	one     [1]fifo.Delta[T] // pushOne's slot, used by Run's goroutine only
 
 	mu            sync.Mutex
 	lastSyncRV    string
+	listed        bool // a list was handed to the sink
+	resumable     bool // watches can resume from lastSyncRV (the last list had a version)
 	rvUnavailable bool // the last RV was refused as expired or too large
 	noWatchList   bool // the source refused a streaming list
+	lastErr       error
+	lastErrTime   time.Time
+	staleSince    time.Time
+	changed       chan struct{} // closed and replaced when the status changes
 
-	lists, watches, watchLists, relists, events, bookmarks, errs atomic.Int64
-	failing                                                      atomic.Bool // an error was reported and not yet followed by an event
+	lists, watches, watchLists, relists, events, bookmarks, errCount atomic.Int64
 }
 
-// New returns a reflector that feeds queue from src.
-func New[T cache.Object](src source.Source[T], queue Queue[T], opts Options) *Reflector[T] {
+// New returns a reflector that feeds sink from src.
+func New[T cache.Object](src source.Source[T], sink Sink[T], opts Options[T]) *Reflector[T] {
 	if opts.Name == "" {
 		opts.Name = "reflector"
 	}
@@ -94,48 +127,53 @@ func New[T cache.Object](src source.Source[T], queue Queue[T], opts Options) *Re
 	if opts.MinWatchTimeout <= 0 {
 		opts.MinWatchTimeout = DefaultMinWatchTimeout
 	}
+	if opts.Prepare == nil {
+		opts.Prepare = keyEntry[T]
+	}
 	b := wait.Backoff{Duration: DefaultBackoffInit, Cap: DefaultBackoffMax, Factor: 2, Jitter: 1, Steps: 64}
 	if opts.Backoff != nil {
 		b = *opts.Backoff
 	}
 	return &Reflector[T]{
-		src: src, queue: queue, opts: opts,
+		src: src, sink: sink, opts: opts,
 		delay:       b.DelayWithReset(clock.RealClock{}, DefaultBackoffReset),
+		errs:        make(chan error, errorBuffer),
 		noWatchList: opts.NoWatchList,
+		changed:     make(chan struct{}),
 	}
 }
 
-// LastSyncResourceVersion is the resourceVersion of the last list or event
-// handed to the queue.
-func (r *Reflector[T]) LastSyncResourceVersion() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.lastSyncRV
-}
-
-// Stats returns a copy of the counters.
-func (r *Reflector[T]) Stats() Stats {
-	return Stats{
-		Lists: int(r.lists.Load()), Watches: int(r.watches.Load()), WatchLists: int(r.watchLists.Load()),
-		Relists: int(r.relists.Load()), Events: int(r.events.Load()), Bookmarks: int(r.bookmarks.Load()),
-		Errors: int(r.errs.Load()),
+// keyEntry is the default Prepare.
+func keyEntry[T cache.Object](_ fifo.DeltaType, obj T) (cache.Entry[T], error) {
+	var zero T
+	if obj == zero {
+		return cache.Entry[T]{}, cache.ErrNilObject
 	}
+	k := cache.KeyOf(obj)
+	if k.Name == "" {
+		return cache.Entry[T]{}, cache.ErrNoName
+	}
+	return cache.Entry[T]{Key: k, Object: obj}, nil
 }
 
-// synced reports whether a list has succeeded before.
-func (r *Reflector[T]) synced() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.lastSyncRV != ""
-}
-
-// Run lists and watches until ctx ends, then returns nil. Errors are
-// reported to Options.OnError and retried with backoff.
+// Run lists and watches until ctx ends, then returns nil. Failures are
+// reported (Errors, Status) and retried with backoff, with one exception:
+// before the first list succeeds, a list the server refuses as malformed
+// (400, 405, 406, 415, 422: retrying the same request cannot help) ends Run
+// with that error.
 func (r *Reflector[T]) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("reflector", r.opts.Name)
 	ctx = klog.NewContext(ctx, logger)
 	for ctx.Err() == nil {
-		if err := r.listAndWatch(ctx); err != nil && ctx.Err() == nil {
+		err := r.listAndWatch(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		if err != nil {
+			if isMalformedRequest(err) && !r.hasListed() {
+				r.report(ctx, err)
+				return err
+			}
 			r.report(ctx, err)
 		}
 		if !r.sleep(ctx) {
@@ -143,6 +181,46 @@ func (r *Reflector[T]) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// Errors delivers every error the reflector recovers from, in order. If
+// nobody reads it, errors beyond a small buffer are dropped (Status still
+// holds the last one).
+func (r *Reflector[T]) Errors() <-chan error { return r.errs }
+
+// Status returns the reflector's status.
+func (r *Reflector[T]) Status() Status {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return Status{
+		LastError: r.lastErr, LastErrorTime: r.lastErrTime, StaleSince: r.staleSince,
+		Stats: Stats{
+			Lists: int(r.lists.Load()), Watches: int(r.watches.Load()), WatchLists: int(r.watchLists.Load()),
+			Relists: int(r.relists.Load()), Events: int(r.events.Load()), Bookmarks: int(r.bookmarks.Load()),
+			Errors: int(r.errCount.Load()),
+		},
+	}
+}
+
+// Changed returns a channel closed at the next change of LastError.
+func (r *Reflector[T]) Changed() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.changed
+}
+
+// LastSyncResourceVersion is the resourceVersion of the last list or event
+// handed to the sink. It never goes back, except to a relist's version.
+func (r *Reflector[T]) LastSyncResourceVersion() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastSyncRV
+}
+
+func (r *Reflector[T]) hasListed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.listed
 }
 
 // sleep waits one backoff step; false if ctx ended first.
@@ -157,13 +235,38 @@ func (r *Reflector[T]) sleep(ctx context.Context) bool {
 	}
 }
 
+// report records err in the status and hands it to Errors' reader.
 func (r *Reflector[T]) report(ctx context.Context, err error) {
-	r.errs.Add(1)
-	r.failing.Store(true)
-	klog.FromContext(ctx).V(2).Info("list/watch error", "err", err)
-	if r.opts.OnError != nil {
-		r.opts.OnError(err)
+	r.errCount.Add(1)
+	now := time.Now()
+	r.mu.Lock()
+	r.lastErr, r.lastErrTime = err, now
+	if r.staleSince.IsZero() {
+		r.staleSince = now
 	}
+	r.notifyLocked()
+	r.mu.Unlock()
+	klog.FromContext(ctx).V(4).Info("list/watch error", "err", err)
+	select {
+	case r.errs <- err:
+	default:
+		r.dropped.Add(1)
+	}
+}
+
+// healthy clears the error: the source answered well again.
+func (r *Reflector[T]) healthy() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lastErr != nil {
+		r.lastErr, r.lastErrTime, r.staleSince = nil, time.Time{}, time.Time{}
+		r.notifyLocked()
+	}
+}
+
+func (r *Reflector[T]) notifyLocked() {
+	close(r.changed)
+	r.changed = make(chan struct{})
 }
 
 func (r *Reflector[T]) watchTimeout() *int64 {
@@ -172,21 +275,58 @@ func (r *Reflector[T]) watchTimeout() *int64 {
 	return &s
 }
 
-func (r *Reflector[T]) setSynced(rv string) {
+// listed records a list handed to the sink at rv.
+func (r *Reflector[T]) setListed(rv string) {
 	r.mu.Lock()
-	r.lastSyncRV = rv
-	r.rvUnavailable = false
+	r.lastSyncRV, r.listed, r.resumable, r.rvUnavailable = rv, true, rv != "", false
 	r.mu.Unlock()
+	r.healthy()
 }
 
-func (r *Reflector[T]) setRV(rv string) {
+// advance records an event taken at rv: the source is healthy, and the
+// resume point moves to rv, never back (versions that compare, all of a
+// real server's, only go forward).
+func (r *Reflector[T]) advance(rv string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lastErr != nil {
+		r.lastErr, r.lastErrTime, r.staleSince = nil, time.Time{}, time.Time{}
+		r.notifyLocked()
+	}
 	if rv == "" {
 		return
 	}
-	r.mu.Lock()
+	if c, err := resourceversion.CompareResourceVersion(rv, r.lastSyncRV); err == nil && c < 0 {
+		return
+	}
 	r.lastSyncRV = rv
+}
+
+func (r *Reflector[T]) setUnavailable() {
+	r.mu.Lock()
+	r.rvUnavailable = true
 	r.mu.Unlock()
 }
+
+// push hands deltas to the sink; a closed sink means the run is over.
+func (r *Reflector[T]) push(ds []fifo.Delta[T]) error {
+	if err := r.sink.Push(ds...); err != nil {
+		return errSinkClosed
+	}
+	return nil
+}
+
+// pushOne is push for one delta, without allocating: the reflector's
+// goroutine reuses one slot.
+func (r *Reflector[T]) pushOne(d fifo.Delta[T]) error {
+	r.one[0] = d
+	err := r.push(r.one[:])
+	r.one[0] = fifo.Delta[T]{}
+	return err
+}
+
+// errSinkClosed ends a run quietly: the consumer is gone.
+var errSinkClosed = errors.New("sink closed")
 
 // listAndWatch gets the initial state, then watches until the watch fails
 // in a way that needs a relist, or ctx ends.
@@ -199,7 +339,7 @@ func (r *Reflector[T]) listAndWatch(ctx context.Context) error {
 		var err error
 		w, err = r.watchList(ctx)
 		switch {
-		case ctx.Err() != nil:
+		case ctx.Err() != nil || errors.Is(err, errSinkClosed):
 			return nil
 		case err != nil && isWriteError(err):
 			return err
@@ -209,21 +349,25 @@ func (r *Reflector[T]) listAndWatch(ctx context.Context) error {
 				r.mu.Lock()
 				r.noWatchList = true
 				r.mu.Unlock()
-			}
-			if !refusesWatchList(err) && !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err) && !apierrors.IsNotFound(err) {
+			} else if !NeedsIntervention(err) {
 				// A bad frame or a server error is an error, not a refusal;
-				// a refusal, an RBAC error or a missing resource (a CRD not
-				// installed yet) the LIST below reports itself.
+				// RBAC errors and a missing resource the LIST reports itself.
 				r.report(ctx, err)
 			}
-			w = nil
-			streaming = false
+			w, streaming = nil, false
 		}
 	}
 	if !streaming {
 		if err := r.list(ctx); err != nil {
+			if errors.Is(err, errSinkClosed) {
+				return nil
+			}
 			return err
 		}
 	}
-	return r.watch(ctx, w)
+	err := r.watch(ctx, w)
+	if errors.Is(err, errSinkClosed) {
+		return nil
+	}
+	return err
 }

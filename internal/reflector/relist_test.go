@@ -6,9 +6,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
-
-	"github.com/typedinformer/informer/fifo"
 )
 
 var tooLargeForms = []struct {
@@ -24,7 +21,7 @@ var tooLargeForms = []struct {
 // retried at once as a quorum read (RV ""), and only once.
 func TestTooLargeResourceVersionRelistsFromQuorum(t *testing.T) {
 	type script struct {
-		opts          Options
+		opts          opts
 		lists, watchs []step
 		want          []req
 		// sameAttempt, if not 0: want[sameAttempt] follows
@@ -37,9 +34,9 @@ func TestTooLargeResourceVersionRelistsFromQuorum(t *testing.T) {
 	}{
 		{"LIST at the last synced RV", func(tl error) script {
 			return script{
-				opts:   Options{NoWatchList: true},
+				opts:   opts{NoWatchList: true},
 				lists:  []step{page("10", "", pod("a", "5")), fail(listErr(tl)), page("20", "", pod("a", "5"))},
-				watchs: []step{closes(errorEvent(expired())), hangs().final()},
+				watchs: []step{breaks(nextErr(expired())), hangs().final()},
 				want: []req{
 					list("0", DefaultPageSize), watchAt("10"),
 					list("10", 0), list("", DefaultPageSize), // the quorum read, paged
@@ -48,11 +45,11 @@ func TestTooLargeResourceVersionRelistsFromQuorum(t *testing.T) {
 				sameAttempt: 3,
 			}
 		}},
-		{"watch ERROR event", func(tl error) script {
+		{"watch: Next returns it", func(tl error) script {
 			return script{
-				opts:   Options{NoWatchList: true},
+				opts:   opts{NoWatchList: true},
 				lists:  []step{page("10", "", pod("a", "5")), page("20", "", pod("a", "5"))},
-				watchs: []step{closes(added("b", "11"), errorEvent(tl)), hangs().final()},
+				watchs: []step{breaks(nextErr(tl), added("b", "11")), hangs().final()},
 				want: []req{
 					list("0", DefaultPageSize), watchAt("10"),
 					list("", DefaultPageSize),
@@ -63,7 +60,7 @@ func TestTooLargeResourceVersionRelistsFromQuorum(t *testing.T) {
 		{"streaming relist refused at start", func(tl error) script {
 			return script{
 				watchs: []step{
-					closes(added("a", "5"), endBookmark("10"), errorEvent(expired())),
+					breaks(nextErr(expired()), added("a", "5"), endBookmark("10")),
 					fail(startErr(tl)),
 					hangs(added("a", "5"), endBookmark("20")).final(),
 				},
@@ -71,11 +68,11 @@ func TestTooLargeResourceVersionRelistsFromQuorum(t *testing.T) {
 				sameAttempt: 2,
 			}
 		}},
-		{"streaming relist ERROR event", func(tl error) script {
+		{"streaming relist: Next returns it", func(tl error) script {
 			return script{
 				watchs: []step{
-					closes(added("a", "5"), endBookmark("10"), errorEvent(expired())),
-					closes(errorEvent(tl)),
+					breaks(nextErr(expired()), added("a", "5"), endBookmark("10")),
+					breaks(nextErr(tl)),
 					hangs(added("a", "5"), endBookmark("20")).final(),
 				},
 				want:        []req{streamAt(""), streamAt("10"), streamAt("")},
@@ -88,7 +85,7 @@ func TestTooLargeResourceVersionRelistsFromQuorum(t *testing.T) {
 			t.Run(form.name+"/"+place.name, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					sc := place.script(form.err())
-					h := newHarness(t, sc.opts, fifo.Options[*corev1.Pod]{})
+					h := newHarness(t, sc.opts)
 					h.src.lists, h.src.watches = sc.lists, sc.watchs
 					h.run()
 					if diff := cmp.Diff(sc.want, h.src.reqs()); diff != "" {
@@ -117,33 +114,33 @@ func TestTooLargeOnQuorumReadBacksOff(t *testing.T) {
 	tl := tooLargeCause
 	tests := []struct {
 		name          string
-		opts          Options
+		opts          opts
 		lists, watchs []step
 		alwaysList    *step
 		alwaysWatch   *step
 	}{
 		{
 			name:       "LIST",
-			opts:       Options{NoWatchList: true},
+			opts:       opts{NoWatchList: true},
 			lists:      []step{page("10", "", pod("a", "5"))},
-			watchs:     []step{closes(errorEvent(expired()))},
+			watchs:     []step{breaks(nextErr(expired()))},
 			alwaysList: &step{err: listErr(tl())},
 		},
 		{
 			name:        "streaming list",
-			watchs:      []step{closes(added("a", "5"), endBookmark("10"), errorEvent(expired()))},
+			watchs:      []step{breaks(nextErr(expired()), added("a", "5"), endBookmark("10"))},
 			alwaysWatch: &step{err: startErr(tl())},
 		},
 		{
-			name:        "streaming list ERROR event",
-			watchs:      []step{closes(added("a", "5"), endBookmark("10"), errorEvent(expired()))},
-			alwaysWatch: &step{w: &wspec{events: []podEvent{errorEvent(tl())}}},
+			name:        "streaming list: Next returns it",
+			watchs:      []step{breaks(nextErr(expired()), added("a", "5"), endBookmark("10"))},
+			alwaysWatch: &step{w: &wspec{end: nextErr(tl())}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h := newHarness(t, tt.opts, fifo.Options[*corev1.Pod]{})
+				h := newHarness(t, tt.opts)
 				h.src.lists, h.src.watches = tt.lists, tt.watchs
 				h.src.alwaysList, h.src.alwaysWatch = tt.alwaysList, tt.alwaysWatch
 				h.runFor(5 * time.Minute)
@@ -165,7 +162,7 @@ func TestTooLargeOnQuorumReadBacksOff(t *testing.T) {
 					}
 				}
 				if len(h.reported()) == 0 {
-					t.Errorf("the refusals were never reported through OnError")
+					t.Errorf("the refusals were never reported through Errors")
 				}
 			})
 		})
@@ -179,55 +176,55 @@ func TestTooLargeOnQuorumReadBacksOff(t *testing.T) {
 func TestGoneRelistsAtLastSyncedRV(t *testing.T) {
 	tests := []struct {
 		name          string
-		opts          Options
+		opts          opts
 		lists, watchs []step
 		want          []req
 		relistAt      int // index of the relist in want
 	}{
 		{
-			name:   "ERROR event expired",
-			opts:   Options{NoWatchList: true},
+			name:   "expired from Next after events",
+			opts:   opts{NoWatchList: true},
 			lists:  []step{page("10", "", pod("a", "5")), page("20", "", pod("a", "5"), pod("b", "12"))},
-			watchs: []step{closes(added("b", "11"), modified("b", "12"), errorEvent(expired())), hangs().final()},
+			watchs: []step{breaks(nextErr(expired()), added("b", "11"), modified("b", "12")), hangs().final()},
 			want:   []req{list("0", DefaultPageSize), watchAt("10"), list("12", 0), watchAt("20")}, relistAt: 2,
 		},
 		{
-			name:   "ERROR event gone",
-			opts:   Options{NoWatchList: true},
+			name:   "gone from Next after events",
+			opts:   opts{NoWatchList: true},
 			lists:  []step{page("10", "", pod("a", "5")), page("20", "", pod("a", "5"), pod("b", "12"))},
-			watchs: []step{closes(added("b", "11"), modified("b", "12"), errorEvent(gone())), hangs().final()},
+			watchs: []step{breaks(nextErr(gone()), added("b", "11"), modified("b", "12")), hangs().final()},
 			want:   []req{list("0", DefaultPageSize), watchAt("10"), list("12", 0), watchAt("20")}, relistAt: 2,
 		},
 		{
-			name:   "in-stream error expired",
-			opts:   Options{NoWatchList: true},
+			name:   "expired from Next after one event",
+			opts:   opts{NoWatchList: true},
 			lists:  []step{page("10", "", pod("a", "5")), page("20", "", pod("a", "5"), pod("b", "12"))},
 			watchs: []step{breaks(nextErr(expired()), added("b", "12")), hangs().final()},
 			want:   []req{list("0", DefaultPageSize), watchAt("10"), list("12", 0), watchAt("20")}, relistAt: 2,
 		},
 		{
 			name:   "watch start expired",
-			opts:   Options{NoWatchList: true},
+			opts:   opts{NoWatchList: true},
 			lists:  []step{page("10", "", pod("a", "5")), page("20", "", pod("a", "5"))},
 			watchs: []step{fail(startErr(expired())), hangs().final()},
 			want:   []req{list("0", DefaultPageSize), watchAt("10"), list("10", 0), watchAt("20")}, relistAt: 2,
 		},
 		{
 			name:   "watch start gone",
-			opts:   Options{NoWatchList: true},
+			opts:   opts{NoWatchList: true},
 			lists:  []step{page("10", "", pod("a", "5")), page("20", "", pod("a", "5"))},
 			watchs: []step{fail(startErr(gone())), hangs().final()},
 			want:   []req{list("0", DefaultPageSize), watchAt("10"), list("10", 0), watchAt("20")}, relistAt: 2,
 		},
 		{
 			name: "relist itself expired",
-			opts: Options{NoWatchList: true},
+			opts: opts{NoWatchList: true},
 			lists: []step{
 				page("10", "", pod("a", "5")),
 				fail(listErr(expired())),
 				page("20", "", pod("a", "5")),
 			},
-			watchs: []step{closes(added("b", "11"), errorEvent(expired())), hangs().final()},
+			watchs: []step{breaks(nextErr(expired()), added("b", "11")), hangs().final()},
 			want: []req{
 				list("0", DefaultPageSize), watchAt("10"),
 				list("11", 0), list("", DefaultPageSize),
@@ -236,9 +233,9 @@ func TestGoneRelistsAtLastSyncedRV(t *testing.T) {
 			relistAt: 2,
 		},
 		{
-			name: "streaming: ERROR event expired",
+			name: "streaming: expired from Next",
 			watchs: []step{
-				closes(added("a", "5"), endBookmark("10"), added("b", "11"), errorEvent(expired())),
+				breaks(nextErr(expired()), added("a", "5"), endBookmark("10"), added("b", "11")),
 				hangs(added("a", "5"), added("b", "11"), endBookmark("20")).final(),
 			},
 			want:     []req{streamAt(""), streamAt("11")},
@@ -247,7 +244,7 @@ func TestGoneRelistsAtLastSyncedRV(t *testing.T) {
 		{
 			name: "streaming: relist itself expired",
 			watchs: []step{
-				closes(added("a", "5"), endBookmark("10"), added("b", "11"), errorEvent(expired())),
+				breaks(nextErr(expired()), added("a", "5"), endBookmark("10"), added("b", "11")),
 				fail(startErr(expired())),
 				hangs(added("a", "5"), endBookmark("20")).final(),
 			},
@@ -258,7 +255,7 @@ func TestGoneRelistsAtLastSyncedRV(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h := newHarness(t, tt.opts, fifo.Options[*corev1.Pod]{})
+				h := newHarness(t, tt.opts)
 				h.src.lists, h.src.watches = tt.lists, tt.watchs
 				h.run()
 				if diff := cmp.Diff(tt.want, h.src.reqs()); diff != "" {
@@ -272,6 +269,9 @@ func TestGoneRelistsAtLastSyncedRV(t *testing.T) {
 				}
 				if got := h.r.LastSyncResourceVersion(); got != "20" {
 					t.Errorf("LastSyncResourceVersion = %q, want %q", got, "20")
+				}
+				if ops := h.sink.recorded(); ops[len(ops)-1] != "end@20" {
+					t.Errorf("deltas %v, want the relist's end@20 last", ops)
 				}
 			})
 		})

@@ -3,25 +3,21 @@ package reflector
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 
 	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/fifo"
 	"github.com/typedinformer/informer/source"
 )
 
-// shortWatch is how long a watch that delivered nothing must have lasted for
-// an immediate re-watch; a shorter one is retried after a backoff so that a
-// server that closes every watch at once does not cause a tight loop.
-const shortWatch = time.Second
-
 // watch consumes w (or new watches from the last synced version) until a
-// failure that needs a relist, which it returns, or ctx ends (nil).
+// failure that needs a relist, which it returns (nil for an expired or too
+// large version), or ctx ends (nil). Everything else is retried from the
+// same resourceVersion after a backoff: nothing was lost, so no relist.
 func (r *Reflector[T]) watch(ctx context.Context, w source.Watcher[T]) error {
 	defer func() {
 		if w != nil {
@@ -32,118 +28,147 @@ func (r *Reflector[T]) watch(ctx context.Context, w source.Watcher[T]) error {
 		start := time.Now()
 		if w == nil {
 			var err error
-			r.watches.Add(1)
-			w, err = r.src.Watch(ctx, metav1.ListOptions{
-				ResourceVersion:     r.LastSyncResourceVersion(),
-				TimeoutSeconds:      r.watchTimeout(),
-				AllowWatchBookmarks: true,
-			})
-			if err != nil {
-				if ctx.Err() != nil {
+			w, err = r.startWatch(ctx)
+			switch {
+			case ctx.Err() != nil:
+				return nil
+			case err != nil && needsRelist(err):
+				return r.unavailable(ctx, err)
+			case err != nil:
+				r.report(ctx, err)
+				if !r.sleep(ctx) {
 					return nil
 				}
-				if isRetriable(err) {
-					r.report(ctx, err)
-					if !r.sleep(ctx) {
-						return nil
-					}
-					continue
-				}
-				return err
+				continue
 			}
 		}
-		n, err := r.consume(ctx, w)
+		r.healthy() // the watch is established
+		err := r.consume(ctx, w)
 		w.Stop()
 		w = nil
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case err == nil:
-			if n == 0 && time.Since(start) < shortWatch {
-				klog.FromContext(ctx).V(3).Info("watch closed at once; backing off before re-watching")
-				if !r.sleep(ctx) {
-					return nil
-				}
-			}
-			continue // ended normally (timeout, cut): re-watch from the last RV
-		case isExpired(err), isTooLarge(err):
-			klog.FromContext(ctx).V(2).Info("watch resourceVersion unavailable, relisting", "err", err)
-			if isTooLarge(err) {
-				r.mu.Lock()
-				r.rvUnavailable = true
-				r.mu.Unlock()
-			}
-			return nil
-		case apierrors.IsTooManyRequests(err), apierrors.IsInternalError(err), isMalformed(err):
-			// Retry the watch from the last good resourceVersion; nothing
-			// was lost, so no relist.
+		case err != nil && (isWriteError(err) || errors.Is(err, errSinkClosed)):
+			return err
+		case err != nil && needsRelist(err):
+			return r.unavailable(ctx, err)
+		case err != nil && !r.canResume():
+			// No resume point (see below): Run reports the error and
+			// relists after a backoff.
+			return err
+		case err != nil:
 			r.report(ctx, err)
 			if !r.sleep(ctx) {
 				return nil
 			}
-			continue
-		default:
-			return err
+		case !r.canResume():
+			// The last list had no resourceVersion: a watch from "" sends
+			// the whole state again as ADDED events and no deletion for
+			// what vanished meanwhile, so only a relist can go on.
+			klog.FromContext(ctx).V(3).Info("watch ended and cannot resume without a resourceVersion; relisting")
+			return nil
+		case time.Since(start) < shortWatch:
+			klog.FromContext(ctx).V(3).Info("watch ended at once; backing off before re-watching")
+			if !r.sleep(ctx) {
+				return nil
+			}
 		}
 	}
 	return nil
 }
 
-// consume hands every event of w to the queue until the stream ends (nil),
-// an error event arrives or a queue write fails (that error). It returns the
-// number of events handled.
-func (r *Reflector[T]) consume(ctx context.Context, w source.Watcher[T]) (int, error) {
-	n := 0
+// startWatch opens a watch from the last synced version.
+func (r *Reflector[T]) startWatch(ctx context.Context) (source.Watcher[T], error) {
+	r.watches.Add(1)
+	return r.src.Watch(ctx, metav1.ListOptions{
+		ResourceVersion:     r.LastSyncResourceVersion(),
+		TimeoutSeconds:      r.watchTimeout(),
+		AllowWatchBookmarks: true,
+	})
+}
+
+// unavailable handles a resourceVersion the server no longer (410) or not
+// yet (too large) has: the relist that follows reads from etcd.
+func (r *Reflector[T]) unavailable(ctx context.Context, err error) error {
+	klog.FromContext(ctx).V(2).Info("watch resourceVersion unavailable, relisting", "err", err)
+	if isTooLarge(err) {
+		r.setUnavailable()
+	}
+	return nil
+}
+
+func (r *Reflector[T]) canResume() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.resumable
+}
+
+// consume hands every event of w to the sink until the stream ends (nil),
+// fails, or an object is refused (that error).
+func (r *Reflector[T]) consume(ctx context.Context, w source.Watcher[T]) error {
 	for {
 		ev, err := w.Next(ctx)
 		if err != nil {
 			if errors.Is(err, source.ErrWatchClosed) || ctx.Err() != nil {
-				return n, nil
+				return nil
 			}
-			return n, err
+			return err
 		}
-		n++
 		if err := r.apply(ev); err != nil {
-			return n, err
+			return err
 		}
 	}
 }
 
-// apply hands one watch event to the queue and advances the last synced
-// resourceVersion only if the queue took it.
+// apply hands one watch event to the sink and advances the last synced
+// resourceVersion only once the sink took it.
 func (r *Reflector[T]) apply(ev source.Event[T]) error {
 	if err := checkObject(ev); err != nil {
 		return err
 	}
-	var err error
+	var d fifo.Delta[T]
 	switch ev.Type {
 	case watch.Added:
-		err = r.queue.Add(ev.Object)
+		d.Type = fifo.Added
 	case watch.Modified:
-		err = r.queue.Update(ev.Object)
+		d.Type = fifo.Updated
 	case watch.Deleted:
-		err = r.queue.Delete(ev.Object)
+		d.Type = fifo.Deleted
 	case watch.Bookmark:
 		r.bookmarks.Add(1)
-	case watch.Error:
-		if ev.Err == nil {
-			return &source.Error{Phase: source.PhaseWatch, Err: source.ErrMalformed}
+		rv := ev.Object.GetResourceVersion()
+		if rv != "" {
+			if err := r.pushOne(fifo.Delta[T]{Type: fifo.Bookmark, ResourceVersion: rv}); err != nil {
+				return err
+			}
 		}
-		return ev.Err
+		r.advance(rv)
+		return nil
 	default:
-		return &source.Error{Phase: source.PhaseWatch, Err: source.ErrMalformed}
+		return malformedEvent("event type %q", ev.Type)
 	}
+	e, err := r.opts.Prepare(d.Type, ev.Object)
 	if err != nil {
-		return &WriteError{Op: string(ev.Type), Err: err}
+		return refused(ev.Object, err)
 	}
-	if ev.Type != watch.Bookmark {
-		r.events.Add(1)
+	d.Entry = e
+	if err := r.pushOne(d); err != nil {
+		return err
 	}
-	r.setRV(ev.Object.GetResourceVersion())
-	if r.failing.Load() && r.failing.CompareAndSwap(true, false) && r.opts.OnRecovered != nil {
-		r.opts.OnRecovered()
-	}
+	r.events.Add(1)
+	r.advance(ev.Object.GetResourceVersion())
 	return nil
+}
+
+// refused is the error for an object Prepare refused.
+func refused[T cache.Object](obj T, err error) error {
+	var zero T
+	var k cache.Key
+	if obj != zero {
+		k = cache.KeyOf(obj)
+	}
+	return &WriteError{Key: k, Err: err}
 }
 
 // checkObject rejects an event that must carry an object but carries the
@@ -151,11 +176,8 @@ func (r *Reflector[T]) apply(ev source.Event[T]) error {
 // the watch is restarted instead of the reflector dereferencing nil.
 func checkObject[T cache.Object](ev source.Event[T]) error {
 	var zero T
-	switch ev.Type {
-	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
-		if ev.Object == zero {
-			return &source.Error{Phase: source.PhaseWatch, Err: fmt.Errorf("%w: %w: %s event without an object", source.ErrMalformed, cache.ErrNilObject, ev.Type)}
-		}
+	if ev.Object == zero {
+		return malformedEvent("%s event without an object", ev.Type)
 	}
 	return nil
 }

@@ -15,15 +15,13 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/typedinformer/informer/cache"
-	"github.com/typedinformer/informer/fifo"
 	"github.com/typedinformer/informer/source"
 )
 
 // watchCase is a run of the LIST+watch path after one initial LIST at RV 10.
 type watchCase struct {
 	name     string
-	opts     Options
+	opts     opts
 	lists    []step // nil: NoWatchList and one page at RV 10; empty: streaming
 	watchs   []step
 	want     []req
@@ -37,83 +35,77 @@ type watchCase struct {
 
 func (tt watchCase) run(t *testing.T) *harness {
 	t.Helper()
-	opts := tt.opts
+	o := tt.opts
 	if tt.lists == nil {
-		opts.NoWatchList = true
+		o.NoWatchList = true
 		tt.lists = []step{page("10", "", pod("a", "5"))}
 	}
-	h := newHarness(t, opts, fifo.Options[*corev1.Pod]{})
+	h := newHarness(t, o)
 	h.src.lists, h.src.watches = tt.lists, tt.watchs
 	h.run()
 	if diff := cmp.Diff(tt.want, h.src.reqs()); diff != "" {
 		t.Fatalf("requests (-want +got):\n%s", diff)
 	}
 	if tt.wantOps != nil {
-		if diff := cmp.Diff(tt.wantOps, h.q.recorded()); diff != "" {
-			t.Errorf("queue writes (-want +got):\n%s", diff)
+		if diff := cmp.Diff(tt.wantOps, h.sink.recorded()); diff != "" {
+			t.Errorf("deltas (-want +got):\n%s", diff)
 		}
 	}
-	errs := h.reported()
-	if len(errs) != len(tt.wantErrs) {
-		t.Errorf("OnError got %d errors %v, want %d", len(errs), errs, len(tt.wantErrs))
-	} else {
-		for i, err := range errs {
-			if !tt.wantErrs[i](err) {
-				t.Errorf("error %d reported: %v (%T), not the expected kind", i, err, err)
-			}
-		}
-	}
-	if got := h.r.Stats().Errors; got != len(errs) {
-		t.Errorf("Stats().Errors = %d, want %d (one per reported error)", got, len(errs))
-	}
-	calls := h.src.recorded()
-	for _, i := range tt.afterBackoff {
-		if g := gap(calls, i-1, i); g < DefaultBackoffInit {
-			t.Errorf("%v came %v after %v, want at least %v of backoff", calls[i].req, g, calls[i-1].req, DefaultBackoffInit)
-		}
-	}
-	for _, i := range tt.immediate {
-		if g := gap(calls, i-1, i); g != 0 {
-			t.Errorf("%v came %v after %v, want it at once", calls[i].req, g, calls[i-1].req)
-		}
-	}
-	if got := h.r.Stats().Bookmarks; got != tt.wantBookmarks {
-		t.Errorf("Stats().Bookmarks = %d, want %d", got, tt.wantBookmarks)
+	checkErrs(t, h.reported(), tt.wantErrs)
+	h.checkGaps(tt.afterBackoff, tt.immediate)
+	if got := h.r.Status().Stats.Bookmarks; got != tt.wantBookmarks {
+		t.Errorf("Stats.Bookmarks = %d, want %d", got, tt.wantBookmarks)
 	}
 	return h
+}
+
+// checkErrs checks the errors delivered, one predicate each, in order.
+func checkErrs(t *testing.T, errs []error, want []func(error) bool) {
+	t.Helper()
+	if len(errs) != len(want) {
+		t.Errorf("Errors delivered %d errors %v, want %d", len(errs), errs, len(want))
+		return
+	}
+	for i, err := range errs {
+		if !want[i](err) {
+			t.Errorf("error %d delivered: %v (%T), not the expected kind", i, err, err)
+		}
+	}
 }
 
 // noRelist checks that the run listed once (the initial list) or streamed
 // once.
 func noRelist(t *testing.T, h *harness) {
 	t.Helper()
-	st := h.r.Stats()
+	st := h.r.Status().Stats
 	if st.Lists+st.WatchLists != 1 || st.Relists != 0 {
-		t.Errorf("Stats() = %+v, want exactly one initial list and no relist", st)
+		t.Errorf("Stats = %+v, want exactly one initial list and no relist", st)
 	}
 }
 
 // Fault 6: on a quiet type only bookmarks arrive; when the watch then ends
 // normally, the re-watch starts from the last bookmark's RV, without a
-// relist.
+// relist: at once if the watch lasted a second or more, after a backoff if
+// it ended sooner, whatever it delivered (see TestShortWatchBacksOff).
 func TestBookmarksOnlyRewatchFromBookmarkRV(t *testing.T) {
 	every := func(d time.Duration, evs ...podEvent) step {
 		return step{w: &wspec{events: evs, gap: d}}
 	}
 	tests := []watchCase{
 		{
-			name:          "bookmarks, then the watch closes",
+			name:          "bookmarks, then the watch closes at once",
 			watchs:        []step{closes(bookmark("11"), bookmark("12"), bookmark("13")), hangs().final()},
 			want:          []req{list("0", DefaultPageSize), watchAt("10"), watchAt("13")},
-			wantOps:       []string{"replace@10 [a@5]"},
-			immediate:     []int{2},
+			wantOps:       []string{"start", "replaced a@5", "end@10", "bookmark@11", "bookmark@12", "bookmark@13"},
+			afterBackoff:  []int{2},
 			wantBookmarks: 3,
 		},
 		{
 			name:          "a bookmark a minute, then the watch times out",
 			watchs:        []step{every(time.Minute, bookmark("11"), bookmark("12"), bookmark("13"), bookmark("14")), hangs().final()},
 			want:          []req{list("0", DefaultPageSize), watchAt("10"), watchAt("14")},
-			wantOps:       []string{"replace@10 [a@5]"},
+			wantOps:       []string{"start", "replaced a@5", "end@10", "bookmark@11", "bookmark@12", "bookmark@13", "bookmark@14"},
+			immediate:     []int{2},
 			wantBookmarks: 4,
 		},
 		{
@@ -124,18 +116,31 @@ func TestBookmarksOnlyRewatchFromBookmarkRV(t *testing.T) {
 			},
 			lists:         []step{},
 			want:          []req{streamAt(""), watchAt("12")},
-			wantOps:       []string{"replace@10 [a@5]"},
-			immediate:     []int{1},
+			wantOps:       []string{"start", "replaced a@5", "end@10", "bookmark@11", "bookmark@12"},
+			afterBackoff:  []int{1},
 			wantBookmarks: 2,
 		},
 		{
-			name: "the watch closes at once with nothing: back off, no relist",
-			watchs: []step{
-				closes(), closes(), hangs().final(),
-			},
+			name:         "the watch closes at once with nothing: back off, no relist",
+			watchs:       []step{closes(), closes(), hangs().final()},
 			want:         []req{list("0", DefaultPageSize), watchAt("10"), watchAt("10"), watchAt("10")},
-			wantOps:      []string{"replace@10 [a@5]"},
+			wantOps:      []string{"start", "replaced a@5", "end@10"},
 			afterBackoff: []int{2, 3},
+		},
+		{
+			name:      "the watch lasts two seconds with nothing: re-watch at once",
+			watchs:    []step{every(2 * time.Second), hangs().final()},
+			want:      []req{list("0", DefaultPageSize), watchAt("10"), watchAt("10")},
+			wantOps:   []string{"start", "replaced a@5", "end@10"},
+			immediate: []int{2},
+		},
+		{
+			name:          "a bookmark without a resourceVersion is counted, not pushed",
+			watchs:        []step{every(2*time.Second, bookmark("")), hangs().final()},
+			want:          []req{list("0", DefaultPageSize), watchAt("10"), watchAt("10")},
+			wantOps:       []string{"start", "replaced a@5", "end@10"},
+			immediate:     []int{2},
+			wantBookmarks: 1,
 		},
 	}
 	for _, tt := range tests {
@@ -173,9 +178,9 @@ func TestTransportErrorsRewatchWithoutRelist(t *testing.T) {
 				hangs().final(),
 			},
 			want:         []req{list("0", DefaultPageSize), watchAt("10"), watchAt("12"), watchAt("12"), watchAt("12")},
-			wantOps:      []string{"replace@10 [a@5]", "add b@11", "update b@12"},
+			wantOps:      []string{"start", "replaced a@5", "end@10", "add b@11", "update b@12"},
 			wantErrs:     []func(error) bool{isConnRefused, isConnRefused},
-			afterBackoff: []int{3, 4},
+			afterBackoff: []int{2, 3, 4},
 		},
 		{
 			name:         "429 on watch start x2",
@@ -185,39 +190,31 @@ func TestTransportErrorsRewatchWithoutRelist(t *testing.T) {
 			afterBackoff: []int{2, 3},
 		},
 		{
-			name:         "429 as a watch ERROR event",
-			watchs:       []step{closes(added("b", "11"), errorEvent(tooMany())), hangs().final()},
+			name:         "429 returned by Next",
+			watchs:       []step{breaks(nextErr(tooMany()), added("b", "11")), hangs().final()},
 			want:         []req{list("0", DefaultPageSize), watchAt("10"), watchAt("11")},
-			wantOps:      []string{"replace@10 [a@5]", "add b@11"},
+			wantOps:      []string{"start", "replaced a@5", "end@10", "add b@11"},
 			wantErrs:     []func(error) bool{is429},
 			afterBackoff: []int{2},
 		},
 		{
-			name:         `500 "etcdserver: no leader" as a watch ERROR event`,
-			watchs:       []step{closes(added("b", "11"), errorEvent(noLeader())), hangs().final()},
-			want:         []req{list("0", DefaultPageSize), watchAt("10"), watchAt("11")},
-			wantOps:      []string{"replace@10 [a@5]", "add b@11"},
-			wantErrs:     []func(error) bool{is500},
-			afterBackoff: []int{2},
-		},
-		{
-			name:         "500 returned by Next",
+			name:         `500 "etcdserver: no leader" returned by Next`,
 			watchs:       []step{breaks(nextErr(noLeader()), added("b", "11")), hangs().final()},
 			want:         []req{list("0", DefaultPageSize), watchAt("10"), watchAt("11")},
-			wantOps:      []string{"replace@10 [a@5]", "add b@11"},
+			wantOps:      []string{"start", "replaced a@5", "end@10", "add b@11"},
 			wantErrs:     []func(error) bool{is500},
 			afterBackoff: []int{2},
 		},
 		{
 			name: "500 twice in a row after a streaming list",
 			watchs: []step{
-				closes(added("a", "5"), endBookmark("10"), added("b", "11"), errorEvent(noLeader())),
-				closes(errorEvent(noLeader())),
+				breaks(nextErr(noLeader()), added("a", "5"), endBookmark("10"), added("b", "11")),
+				breaks(nextErr(noLeader())),
 				hangs().final(),
 			},
 			lists:        []step{},
 			want:         []req{streamAt(""), watchAt("11"), watchAt("11")},
-			wantOps:      []string{"replace@10 [a@5]", "add b@11"},
+			wantOps:      []string{"start", "replaced a@5", "end@10", "add b@11"},
 			wantErrs:     []func(error) bool{is500, is500},
 			afterBackoff: []int{1, 2},
 		},
@@ -232,10 +229,12 @@ func TestTransportErrorsRewatchWithoutRelist(t *testing.T) {
 	}
 }
 
-// Fault 9 and invariant I8: a LIST failing with 503 for five (virtual)
+// Fault 9 and invariant I8: a list failing with 503 for five (virtual)
 // minutes is reported every time and retried with the exponential backoff
 // (800ms doubling to 30s, jitter up to +100%, reset every 2 minutes), never
-// in a tight loop.
+// in a tight loop. A streaming list that fails for a transient reason is
+// retried as a streaming list (the old reflector fell back to a LIST each
+// time; the redesign retries the stream, doc.go).
 func TestListFailureBackoffIsBounded(t *testing.T) {
 	// With no jitter at all (the shortest delays), the attempts in 5
 	// minutes are at 0, 0.8, 2.4, 5.6, 12, 24.8, 50.4, 80.4, 110.4 s, then
@@ -244,49 +243,45 @@ func TestListFailureBackoffIsBounded(t *testing.T) {
 	const maxAttempts = 23
 	for _, tt := range []struct {
 		name string
-		opts Options
+		opts opts
+		want req
 	}{
-		{"LIST only", Options{NoWatchList: true}},
-		{"streaming list failing too", Options{}},
+		{"LIST only", opts{NoWatchList: true}, list("0", DefaultPageSize)},
+		{"streaming list", opts{}, streamAt("")},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h := newHarness(t, tt.opts, fifo.Options[*corev1.Pod]{})
+				h := newHarness(t, tt.opts)
 				h.src.alwaysList = &step{err: listErr(unavailable())}
 				h.src.alwaysWatch = &step{err: startErr(unavailable())}
 				h.runFor(5 * time.Minute)
-				var lists []call
-				for _, c := range h.src.recorded() {
-					if c.Op == "list" {
-						lists = append(lists, c)
-						if c.RV != "0" || c.Limit != DefaultPageSize {
-							t.Errorf("request %v, want every attempt to be a first LIST", c.req)
-						}
+				calls := h.src.recorded()
+				for _, c := range calls {
+					if c.req != tt.want {
+						t.Errorf("request %v, want every attempt to be %v", c.req, tt.want)
 					}
 				}
-				if n := len(lists); n > maxAttempts || n < 5 {
-					t.Errorf("%d LISTs in 5 minutes, want between 5 and %d", n, maxAttempts)
+				if n := len(calls); n > maxAttempts || n < 5 {
+					t.Errorf("%d attempts in 5 minutes, want between 5 and %d", n, maxAttempts)
 				}
-				for i := 1; i < len(lists); i++ {
-					if g := lists[i].at - lists[i-1].at; g < DefaultBackoffInit {
-						t.Errorf("LIST %d came %v after the one before, want at least %v", i, g, DefaultBackoffInit)
-					}
+				for i := 1; i < len(calls); i++ {
+					h.checkGaps([]int{i}, nil)
 				}
 				errs := h.reported()
-				wantErrs := len(lists)
-				if !tt.opts.NoWatchList {
-					wantErrs *= 2 // the failed streaming list is reported too
-				}
-				if len(errs) != wantErrs {
-					t.Errorf("%d errors reported for %d failed LISTs, want %d", len(errs), len(lists), wantErrs)
+				if len(errs) != len(calls) {
+					t.Errorf("%d errors reported for %d failed attempts, want one each", len(errs), len(calls))
 				}
 				for _, err := range errs {
 					if !apierrors.IsServiceUnavailable(err) {
 						t.Errorf("reported %v, want the 503", err)
 					}
 				}
-				if got := h.q.recorded(); len(got) != 0 {
-					t.Errorf("queue writes %v, want none", got)
+				// Each failed LIST opened a list (its ReplaceStart comes before
+				// the request); none was ever closed.
+				for _, op := range h.sink.recorded() {
+					if op != "start" || tt.want.Op == "stream" {
+						t.Errorf("delta %q, want only the ReplaceStart of each failed LIST", op)
+					}
 				}
 			})
 		})
@@ -303,27 +298,29 @@ func asErr(obj runtime.Object) error {
 }
 
 // Fault 12: malformed frames never panic; they are reported and counted, and
-// the watch restarts from the last good RV without a relist.
+// the watch restarts from the last good RV without a relist. A source
+// reports bad frames from Next; an event that breaks the Event contract
+// (ERROR passed as an event, a missing object) is caught by the reflector.
 func TestMalformedFramesRewatchFromLastGoodRV(t *testing.T) {
-	isMal := func(err error) bool { return isMalformed(err) }
+	isMal := func(err error) bool { return errors.Is(err, source.ErrMalformed) }
 	isWrongType := func(err error) bool { return errors.Is(err, source.ErrWrongType) }
-	isNil := func(err error) bool { return errors.Is(err, cache.ErrNilObject) }
+	isNil := func(err error) bool { return errors.Is(err, source.ErrNilObject) }
 	bad := []struct {
 		name string
 		w    step
 		want func(error) bool
 	}{
 		{"unknown event type", closes(added("b", "11"), podEvent{Type: "WEIRD", Object: pod("c", "12")}), isMal},
-		{"ERROR event with a nil error", closes(added("b", "11"), podEvent{Type: watch.Error}), isMal},
-		{"ERROR event with a wrong-type error from source.As", closes(added("b", "11"), errorEvent(asErr(&corev1.Service{}))), isWrongType},
-		{"ERROR event with a nil-object error from source.As", closes(added("b", "11"), errorEvent(asErr(nil))), isNil},
+		{"ERROR passed as an event, without an object", closes(added("b", "11"), podEvent{Type: watch.Error}), isMal},
+		{"ERROR passed as an event, with an object", closes(added("b", "11"), podEvent{Type: watch.Error, Object: pod("c", "12")}), isMal},
 		{"Next returns a wrong-type error", breaks(nextErr(asErr(&corev1.ConfigMap{})), added("b", "11")), isWrongType},
+		{"Next returns a nil-object error", breaks(nextErr(asErr(nil)), added("b", "11")), isNil},
 		{"Next returns an unknown-event-type error", breaks(nextErr(fmt.Errorf("%w: unknown watch event type %q", source.ErrMalformed, "WEIRD")), added("b", "11")), isMal},
-		{"ERROR event carrying a non-Status object", closes(added("b", "11"), errorEvent(fmt.Errorf("%w: error event carrying %T", source.ErrMalformed, &metav1.List{}))), isMal},
-		{"ADDED without an object", closes(added("b", "11"), podEvent{Type: watch.Added}), isNil},
-		{"MODIFIED with a typed nil", closes(added("b", "11"), podEvent{Type: watch.Modified, Object: (*corev1.Pod)(nil)}), isNil},
-		{"DELETED without an object", closes(added("b", "11"), podEvent{Type: watch.Deleted}), isNil},
-		{"BOOKMARK without an object", closes(added("b", "11"), podEvent{Type: watch.Bookmark}), isNil},
+		{"Next returns an ERROR-without-status error", breaks(nextErr(fmt.Errorf("%w: error event carrying %T", source.ErrMalformed, &metav1.List{})), added("b", "11")), isMal},
+		{"ADDED without an object", closes(added("b", "11"), podEvent{Type: watch.Added}), isMal},
+		{"MODIFIED with a typed nil", closes(added("b", "11"), podEvent{Type: watch.Modified, Object: (*corev1.Pod)(nil)}), isMal},
+		{"DELETED without an object", closes(added("b", "11"), podEvent{Type: watch.Deleted}), isMal},
+		{"BOOKMARK without an object", closes(added("b", "11"), podEvent{Type: watch.Bookmark}), isMal},
 	}
 	for _, b := range bad {
 		t.Run(b.name, func(t *testing.T) {
@@ -331,7 +328,7 @@ func TestMalformedFramesRewatchFromLastGoodRV(t *testing.T) {
 				tt := watchCase{
 					watchs:       []step{b.w, hangs(added("c", "12")).final()},
 					want:         []req{list("0", DefaultPageSize), watchAt("10"), watchAt("11")},
-					wantOps:      []string{"replace@10 [a@5]", "add b@11", "add c@12"},
+					wantOps:      []string{"start", "replaced a@5", "end@10", "add b@11", "add c@12"},
 					wantErrs:     []func(error) bool{b.want},
 					afterBackoff: []int{2},
 				}
@@ -361,7 +358,7 @@ func TestWatchRequestOptions(t *testing.T) {
 					watchs = append(watchs, closes(bookmark(fmt.Sprint(12+i))))
 				}
 				watchs[len(watchs)-1] = hangs().final()
-				h := newHarness(t, Options{MinWatchTimeout: min}, fifo.Options[*corev1.Pod]{})
+				h := newHarness(t, opts{MinWatchTimeout: min})
 				h.src.watches = watchs
 				h.run()
 				if diff := cmp.Diff(want, h.src.reqs()); diff != "" {

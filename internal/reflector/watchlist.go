@@ -3,34 +3,34 @@ package reflector
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 
-	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/fifo"
 	"github.com/typedinformer/informer/source"
 )
 
 // errNoEndBookmark: the stream ended before the initial-events-end bookmark.
 var errNoEndBookmark = errors.New("streaming list ended before its end bookmark")
 
-// watchList streams the initial state (sendInitialEvents), collects it in a
-// private map and, only once the end bookmark arrives, replaces the queue's
-// content in one Replace. It returns the still open watch to continue with.
-// A stream cut before the bookmark is started over; an error the source
-// answers at once is returned so the caller can fall back to LIST.
+// watchList streams the initial state (sendInitialEvents) and hands it to
+// the sink as one list while it arrives; the list ends at the end bookmark,
+// and only then does the consumer apply it. It returns the still open watch
+// to continue with. A stream cut before the bookmark is started over; an
+// error the source answers at once is returned so the caller can fall back
+// to LIST.
 func (r *Reflector[T]) watchList(ctx context.Context) (source.Watcher[T], error) {
 	for ctx.Err() == nil {
 		r.mu.Lock()
 		rv := r.lastSyncRV
-		if r.rvUnavailable {
+		if r.rvUnavailable || !r.resumable {
 			rv = ""
 		}
 		r.mu.Unlock()
 		r.watchLists.Add(1)
-		if r.synced() {
+		if r.hasListed() {
 			r.relists.Add(1)
 		}
 		send := true
@@ -42,19 +42,10 @@ func (r *Reflector[T]) watchList(ctx context.Context) (source.Watcher[T], error)
 			TimeoutSeconds:       r.watchTimeout(),
 		})
 		if err == nil {
-			var items []T
 			var endRV string
-			items, endRV, err = r.collectInitial(ctx, w)
+			endRV, err = r.streamInitial(ctx, w)
 			if err == nil {
-				if err := r.queue.Replace(items, endRV); err != nil {
-					w.Stop()
-					return nil, &WriteError{Op: "replace", Err: err}
-				}
-				r.setSynced(endRV)
-				r.failing.Store(false)
-				if r.opts.OnSynced != nil {
-					r.opts.OnSynced(endRV)
-				}
+				r.setListed(endRV)
 				return w, nil
 			}
 			w.Stop()
@@ -62,16 +53,20 @@ func (r *Reflector[T]) watchList(ctx context.Context) (source.Watcher[T], error)
 		switch {
 		case ctx.Err() != nil:
 			return nil, nil
-		case errors.Is(err, errNoEndBookmark), isRetriable(err):
+		case errors.Is(err, errSinkClosed):
+			// Returned, not swallowed: with (nil, nil) the caller would go
+			// on to watch without a list.
+			return nil, err
+		case isWriteError(err):
+			return nil, err
+		case errors.Is(err, errNoEndBookmark), isTransient(err):
 			r.report(ctx, err)
 			if !r.sleep(ctx) {
 				return nil, nil
 			}
-		case isExpired(err), isTooLarge(err):
+		case needsRelist(err):
 			klog.FromContext(ctx).V(2).Info("streaming list resourceVersion unavailable, retrying from etcd", "err", err)
-			r.mu.Lock()
-			r.rvUnavailable = true
-			r.mu.Unlock()
+			r.setUnavailable()
 			if rv == "" {
 				// This was already the quorum read (a watch cache behind
 				// etcd answers it "too large"): retrying at once would spin.
@@ -87,49 +82,47 @@ func (r *Reflector[T]) watchList(ctx context.Context) (source.Watcher[T], error)
 	return nil, nil
 }
 
-// collectInitial reads the initial events of a streaming list up to the end
-// bookmark and returns the objects and the bookmark's resourceVersion.
-func (r *Reflector[T]) collectInitial(ctx context.Context, w source.Watcher[T]) ([]T, string, error) {
-	state := map[cache.Key]T{}
-	var order []cache.Key
+// streamInitial pushes the initial events of a streaming list up to the end
+// bookmark as one list and returns the bookmark's resourceVersion.
+func (r *Reflector[T]) streamInitial(ctx context.Context, w source.Watcher[T]) (string, error) {
+	if err := r.pushOne(fifo.Delta[T]{Type: fifo.ReplaceStart}); err != nil {
+		return "", err
+	}
 	for {
 		ev, err := w.Next(ctx)
 		if err != nil {
 			if errors.Is(err, source.ErrWatchClosed) {
-				return nil, "", errNoEndBookmark
+				return "", errNoEndBookmark
 			}
-			return nil, "", err
+			return "", err
 		}
 		if err := checkObject(ev); err != nil {
-			return nil, "", err
+			return "", err
 		}
+		var t fifo.DeltaType
 		switch ev.Type {
 		case watch.Added, watch.Modified:
-			k := cache.KeyOf(ev.Object)
-			if _, seen := state[k]; !seen {
-				order = append(order, k)
-			}
-			state[k] = ev.Object
+			t = fifo.Replaced
 		case watch.Deleted:
-			delete(state, cache.KeyOf(ev.Object))
+			t = fifo.Deleted // removes the object from the list being built
 		case watch.Bookmark:
 			if ev.Object.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
 				continue
 			}
-			items := make([]T, 0, len(state))
-			for _, k := range order {
-				if obj, ok := state[k]; ok {
-					items = append(items, obj)
-				}
+			rv := ev.Object.GetResourceVersion()
+			if err := r.pushOne(fifo.Delta[T]{Type: fifo.ReplaceEnd, ResourceVersion: rv}); err != nil {
+				return "", err
 			}
-			return items, ev.Object.GetResourceVersion(), nil
-		case watch.Error:
-			if ev.Err == nil {
-				return nil, "", &source.Error{Phase: source.PhaseWatch, Err: source.ErrMalformed}
-			}
-			return nil, "", ev.Err
+			return rv, nil
 		default:
-			return nil, "", &source.Error{Phase: source.PhaseWatch, Err: fmt.Errorf("%w: event type %q", source.ErrMalformed, ev.Type)}
+			return "", malformedEvent("event type %q", ev.Type)
+		}
+		e, err := r.opts.Prepare(t, ev.Object)
+		if err != nil {
+			return "", refused(ev.Object, err)
+		}
+		if err := r.pushOne(fifo.Delta[T]{Type: t, Entry: e}); err != nil {
+			return "", err
 		}
 	}
 }

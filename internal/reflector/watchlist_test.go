@@ -6,16 +6,14 @@ import (
 	"testing/synctest"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
-
-	"github.com/typedinformer/informer/fifo"
 )
 
-// Fault 4: the streaming initial list. The queue gets exactly one Replace,
-// and only once a complete stream has ended with the
-// "k8s.io/initial-events-end" bookmark; every failure before that starts
-// over (a new stream, or a LIST) and never publishes part of a stream.
+// Fault 4: the streaming initial list. Its events are pushed as they arrive
+// between a ReplaceStart and a ReplaceEnd, and the ReplaceEnd comes only
+// once the stream reaches the "k8s.io/initial-events-end" bookmark; every
+// failure before that starts over (a new ReplaceStart, from a new stream or
+// a LIST), so a partial stream is never closed as a list.
 func TestStreamingInitialList(t *testing.T) {
 	tests := []struct {
 		name          string
@@ -26,14 +24,14 @@ func TestStreamingInitialList(t *testing.T) {
 		// restartAt, if set, is the index in want of a start-over that
 		// must come after a backoff.
 		restartAt int
-		// wantStreams is Stats().WatchLists at the end.
+		// wantStreams is Stats.WatchLists at the end.
 		wantStreams int
 	}{
 		{
 			name:        "complete stream",
 			watchs:      []step{hangs(added("a", "5"), added("b", "6"), endBookmark("10")).final()},
 			want:        []req{streamAt("")},
-			wantOps:     []string{"replace@10 [a@5 b@6]"},
+			wantOps:     []string{"start", "replaced a@5", "replaced b@6", "end@10"},
 			wantStreams: 1,
 		},
 		{
@@ -43,7 +41,7 @@ func TestStreamingInitialList(t *testing.T) {
 				hangs(added("a", "5"), added("b", "6"), endBookmark("10")).final(),
 			},
 			want:        []req{streamAt(""), streamAt("")},
-			wantOps:     []string{"replace@10 [a@5 b@6]"},
+			wantOps:     []string{"start", "replaced a@5", "replaced b@6", "start", "replaced a@5", "replaced b@6", "end@10"},
 			wantErrs:    1,
 			restartAt:   1,
 			wantStreams: 2,
@@ -54,7 +52,7 @@ func TestStreamingInitialList(t *testing.T) {
 				added("a", "5"), annotatedBookmark("7", "false"), added("b", "8"), bookmark("9"), endBookmark("10"),
 			).final()},
 			want:        []req{streamAt("")},
-			wantOps:     []string{"replace@10 [a@5 b@8]"},
+			wantOps:     []string{"start", "replaced a@5", "replaced b@8", "end@10"},
 			wantStreams: 1,
 		},
 		{
@@ -64,7 +62,7 @@ func TestStreamingInitialList(t *testing.T) {
 				hangs(added("a", "5"), endBookmark("10")).final(),
 			},
 			want:        []req{streamAt(""), streamAt("")},
-			wantOps:     []string{"replace@10 [a@5]"},
+			wantOps:     []string{"start", "replaced a@5", "start", "replaced a@5", "end@10"},
 			wantErrs:    1,
 			restartAt:   1,
 			wantStreams: 2,
@@ -75,82 +73,98 @@ func TestStreamingInitialList(t *testing.T) {
 				added("a", "5"), added("b", "6"), modified("a", "7"), deleted("b", "8"), added("c", "9"), endBookmark("10"),
 			).final()},
 			want:        []req{streamAt("")},
-			wantOps:     []string{"replace@10 [a@7 c@9]"},
+			wantOps:     []string{"start", "replaced a@5", "replaced b@6", "replaced a@7", "delete b@8", "replaced c@9", "end@10"},
 			wantStreams: 1,
 		},
 		{
 			name: "stream cut before the end bookmark of a relist",
 			watchs: []step{
-				closes(added("a", "5"), endBookmark("10"), added("b", "11"), errorEvent(expired())),
+				breaks(nextErr(expired()), added("a", "5"), endBookmark("10"), added("b", "11")),
 				closes(added("a", "5")),
 				hangs(added("a", "5"), added("b", "11"), endBookmark("20")).final(),
 			},
-			want:        []req{streamAt(""), streamAt("11"), streamAt("11")},
-			wantOps:     []string{"replace@10 [a@5]", "add b@11", "replace@20 [a@5 b@11]"},
+			want: []req{streamAt(""), streamAt("11"), streamAt("11")},
+			wantOps: []string{
+				"start", "replaced a@5", "end@10", "add b@11",
+				"start", "replaced a@5",
+				"start", "replaced a@5", "replaced b@11", "end@20",
+			},
 			wantErrs:    1,
 			restartAt:   2,
 			wantStreams: 3,
 		},
 		{
-			name:        "stream cut by a transport error: LIST for this attempt",
+			// A bare io.ErrUnexpectedEOF wrapped in a source.Error is not
+			// recognised as transient (utilnet.IsProbableEOF does not
+			// unwrap), so it is an "other failure": reported, then LIST.
+			name:        "stream cut by a wrapped unexpected EOF: reported, LIST for this attempt",
 			watchs:      []step{breaks(nextErr(io.ErrUnexpectedEOF), added("a", "5")), hangs().final()},
 			lists:       []step{page("10", "", pod("a", "5"), pod("b", "6"))},
 			want:        []req{streamAt(""), list("0", DefaultPageSize), watchAt("10")},
-			wantOps:     []string{"replace@10 [a@5 b@6]"},
+			wantOps:     []string{"start", "replaced a@5", "start", "replaced a@5", "replaced b@6", "end@10"},
 			wantStreams: 1,
-			wantErrs:    1, // reported, then LIST
+			wantErrs:    1,
+		},
+		{
+			name:        "stream start fails with EOF: back off, stream again",
+			watchs:      []step{fail(startErr(eof())), hangs(added("a", "5"), endBookmark("10")).final()},
+			want:        []req{streamAt(""), streamAt("")},
+			wantOps:     []string{"start", "replaced a@5", "end@10"},
+			wantErrs:    1,
+			restartAt:   1,
+			wantStreams: 2,
 		},
 		{
 			name:   "server refuses sendInitialEvents: BadRequest",
-			watchs: []step{fail(startErr(badRequest())), closes(errorEvent(expired())), hangs().final()},
+			watchs: []step{fail(startErr(badRequest())), breaks(nextErr(expired())), hangs().final()},
 			lists:  []step{page("10", "", pod("a", "5")), page("20", "", pod("a", "5"))},
 			want: []req{
 				streamAt(""), list("0", DefaultPageSize), watchAt("10"),
 				list("10", 0), watchAt("20"), // the relist is a LIST too
 			},
-			wantOps:     []string{"replace@10 [a@5]", "replace@20 [a@5]"},
+			wantOps:     []string{"start", "replaced a@5", "end@10", "start", "replaced a@5", "end@20"},
 			wantStreams: 1,
 		},
 		{
 			name:   "server refuses sendInitialEvents: Invalid",
-			watchs: []step{fail(startErr(invalid())), closes(errorEvent(expired())), hangs().final()},
+			watchs: []step{fail(startErr(invalid())), breaks(nextErr(expired())), hangs().final()},
 			lists:  []step{page("10", "", pod("a", "5")), page("20", "", pod("a", "5"))},
 			want: []req{
 				streamAt(""), list("0", DefaultPageSize), watchAt("10"),
 				list("10", 0), watchAt("20"),
 			},
-			wantOps:     []string{"replace@10 [a@5]", "replace@20 [a@5]"},
+			wantOps:     []string{"start", "replaced a@5", "end@10", "start", "replaced a@5", "end@20"},
 			wantStreams: 1,
 		},
 		{
-			name:   "server refuses sendInitialEvents in an ERROR event",
-			watchs: []step{closes(errorEvent(badRequest())), closes(errorEvent(expired())), hangs().final()},
+			name:   "server refuses sendInitialEvents in the stream",
+			watchs: []step{breaks(nextErr(badRequest())), breaks(nextErr(expired())), hangs().final()},
 			lists:  []step{page("10", "", pod("a", "5")), page("20", "", pod("a", "5"))},
 			want: []req{
 				streamAt(""), list("0", DefaultPageSize), watchAt("10"),
 				list("10", 0), watchAt("20"),
 			},
-			wantOps:     []string{"replace@10 [a@5]", "replace@20 [a@5]"},
+			wantOps:     []string{"start", "start", "replaced a@5", "end@10", "start", "replaced a@5", "end@20"},
 			wantStreams: 1,
 		},
 		{
 			name: "Forbidden: LIST for this attempt, streaming again on the next",
 			watchs: []step{
 				fail(startErr(forbidden())),
-				closes(errorEvent(expired())),
+				breaks(nextErr(expired())),
 				hangs(added("a", "5"), endBookmark("20")).final(),
 			},
 			lists:       []step{page("10", "", pod("a", "5"))},
 			want:        []req{streamAt(""), list("0", DefaultPageSize), watchAt("10"), streamAt("10")},
-			wantOps:     []string{"replace@10 [a@5]", "replace@20 [a@5]"},
+			wantOps:     []string{"start", "replaced a@5", "end@10", "start", "replaced a@5", "end@20"},
 			wantStreams: 2,
 		},
 		{
-			name:        "Forbidden in an ERROR event",
-			watchs:      []step{closes(added("a", "5"), errorEvent(forbidden())), hangs().final()},
+			name:        "Forbidden in the stream",
+			watchs:      []step{breaks(nextErr(forbidden()), added("a", "5")), hangs().final()},
 			lists:       []step{page("10", "", pod("a", "5"))},
 			want:        []req{streamAt(""), list("0", DefaultPageSize), watchAt("10")},
-			wantOps:     []string{"replace@10 [a@5]"},
+			wantOps:     []string{"start", "replaced a@5", "start", "replaced a@5", "end@10"},
 			wantStreams: 1,
 		},
 		{
@@ -160,7 +174,7 @@ func TestStreamingInitialList(t *testing.T) {
 				hangs(added("a", "5"), endBookmark("10")).final(),
 			},
 			want:        []req{streamAt(""), streamAt("")},
-			wantOps:     []string{"replace@10 [a@5]"},
+			wantOps:     []string{"start", "replaced a@5", "end@10"},
 			wantErrs:    1,
 			restartAt:   1,
 			wantStreams: 2,
@@ -173,26 +187,26 @@ func TestStreamingInitialList(t *testing.T) {
 				hangs(added("a", "5"), endBookmark("10")).final(),
 			},
 			want:        []req{streamAt(""), streamAt(""), streamAt("")},
-			wantOps:     []string{"replace@10 [a@5]"},
+			wantOps:     []string{"start", "replaced a@5", "end@10"},
 			wantErrs:    2,
 			restartAt:   2,
 			wantStreams: 3,
 		},
 		{
-			name:        "unknown event type in the initial events: LIST, never a partial Replace",
+			name:        "unknown event type in the initial events: LIST, never a partial list",
 			watchs:      []step{closes(added("a", "5"), podEvent{Type: "WEIRD", Object: pod("b", "6")}), hangs().final()},
 			lists:       []step{page("10", "", pod("a", "5"), pod("b", "6"))},
 			want:        []req{streamAt(""), list("0", DefaultPageSize), watchAt("10")},
-			wantOps:     []string{"replace@10 [a@5 b@6]"},
+			wantOps:     []string{"start", "replaced a@5", "start", "replaced a@5", "replaced b@6", "end@10"},
 			wantStreams: 1,
 			wantErrs:    1, // reported, then LIST
 		},
 		{
-			name:        "ERROR event without an error in the initial events",
+			name:        "ERROR passed as an event in the initial events",
 			watchs:      []step{closes(added("a", "5"), podEvent{Type: watch.Error}), hangs().final()},
 			lists:       []step{page("10", "", pod("a", "5"))},
 			want:        []req{streamAt(""), list("0", DefaultPageSize), watchAt("10")},
-			wantOps:     []string{"replace@10 [a@5]"},
+			wantOps:     []string{"start", "replaced a@5", "start", "replaced a@5", "end@10"},
 			wantStreams: 1,
 			wantErrs:    1, // reported, then LIST
 		},
@@ -201,7 +215,7 @@ func TestStreamingInitialList(t *testing.T) {
 			watchs:      []step{closes(added("a", "5"), podEvent{Type: watch.Added}), hangs().final()},
 			lists:       []step{page("10", "", pod("a", "5"))},
 			want:        []req{streamAt(""), list("0", DefaultPageSize), watchAt("10")},
-			wantOps:     []string{"replace@10 [a@5]"},
+			wantOps:     []string{"start", "replaced a@5", "start", "replaced a@5", "end@10"},
 			wantStreams: 1,
 			wantErrs:    1, // reported, then LIST
 		},
@@ -210,7 +224,7 @@ func TestStreamingInitialList(t *testing.T) {
 			watchs:      []step{closes(added("a", "5"), podEvent{Type: watch.Bookmark}), hangs().final()},
 			lists:       []step{page("10", "", pod("a", "5"))},
 			want:        []req{streamAt(""), list("0", DefaultPageSize), watchAt("10")},
-			wantOps:     []string{"replace@10 [a@5]"},
+			wantOps:     []string{"start", "replaced a@5", "start", "replaced a@5", "end@10"},
 			wantStreams: 1,
 			wantErrs:    1, // reported, then LIST
 		},
@@ -218,27 +232,24 @@ func TestStreamingInitialList(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h := newHarness(t, Options{}, fifo.Options[*corev1.Pod]{})
+				h := newHarness(t, opts{})
 				h.src.lists, h.src.watches = tt.lists, tt.watchs
 				h.run()
 				if diff := cmp.Diff(tt.want, h.src.reqs()); diff != "" {
 					t.Errorf("requests (-want +got):\n%s", diff)
 				}
-				if diff := cmp.Diff(tt.wantOps, h.q.recorded()); diff != "" {
-					t.Errorf("queue writes (-want +got):\n%s", diff)
+				if diff := cmp.Diff(tt.wantOps, h.sink.recorded()); diff != "" {
+					t.Errorf("deltas (-want +got):\n%s", diff)
 				}
 				errs := h.reported()
 				if len(errs) != tt.wantErrs {
-					t.Errorf("OnError got %d errors %v, want %d", len(errs), errs, tt.wantErrs)
+					t.Errorf("Errors delivered %d errors %v, want %d", len(errs), errs, tt.wantErrs)
 				}
 				if tt.restartAt > 0 {
-					calls := h.src.recorded()
-					if g := gap(calls, tt.restartAt-1, tt.restartAt); g < DefaultBackoffInit {
-						t.Errorf("%v came %v after %v, want at least %v of backoff", calls[tt.restartAt].req, g, calls[tt.restartAt-1].req, DefaultBackoffInit)
-					}
+					h.checkGaps([]int{tt.restartAt}, nil)
 				}
-				if got := h.r.Stats().WatchLists; got != tt.wantStreams {
-					t.Errorf("Stats().WatchLists = %d, want %d", got, tt.wantStreams)
+				if got := h.r.Status().Stats.WatchLists; got != tt.wantStreams {
+					t.Errorf("Stats.WatchLists = %d, want %d", got, tt.wantStreams)
 				}
 			})
 		})

@@ -2,85 +2,88 @@ package reflector
 
 import (
 	"errors"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"testing/synctest"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/fifo"
 )
 
 var errTransform = errors.New("transform refused the object")
 
-// A queue write that fails (here the queue's Transform refuses object "bad"
-// once) is reported as a *WriteError; the reflector relists after a backoff
-// from the last RV the queue took: the resourceVersion never moves past the
-// failed event.
-func TestQueueWriteErrorRelists(t *testing.T) {
+// An object that Options.Prepare refuses (here object "bad", once) is
+// reported as a *WriteError naming it and wrapping Prepare's error, and is
+// never pushed; the reflector relists after a backoff from the last RV the
+// sink took: the resourceVersion never moves past the refused object.
+func TestPrepareErrorRelists(t *testing.T) {
 	tests := []struct {
 		name          string
-		opts          Options
+		opts          opts
 		lists, watchs []step
 		want          []req
 		wantOps       []string
-		wantOp        string // WriteError.Op
-		wantErrRV     string // LastSyncResourceVersion when the error is reported
+		wantType      fifo.DeltaType // the delta type Prepare refused
+		wantErrRV     string         // LastSyncResourceVersion when the error is reported
 		relistAt      int
 	}{
 		{
 			name:   "watch event",
-			opts:   Options{NoWatchList: true},
+			opts:   opts{NoWatchList: true},
 			lists:  []step{page("10", "", pod("a", "5")), page("20", "", pod("a", "5"), pod("b", "11"), pod("bad", "12"), pod("c", "13"))},
 			watchs: []step{hangs(added("b", "11"), added("bad", "12"), added("c", "13")), hangs().final()},
 			want:   []req{list("0", DefaultPageSize), watchAt("10"), list("11", 0), watchAt("20")},
 			wantOps: []string{
-				"replace@10 [a@5]", "add b@11", "! add bad@12",
-				"replace@20 [a@5 b@11 bad@12 c@13]",
+				"start", "replaced a@5", "end@10", "add b@11",
+				"start", "replaced a@5", "replaced b@11", "replaced bad@12", "replaced c@13", "end@20",
 			},
-			wantOp:    "ADDED",
+			wantType:  fifo.Added,
 			wantErrRV: "11",
 			relistAt:  2,
 		},
 		{
 			name:   "watch event after an update",
-			opts:   Options{NoWatchList: true},
+			opts:   opts{NoWatchList: true},
 			lists:  []step{page("10", "", pod("a", "5")), page("20", "", pod("a", "11"), pod("bad", "12"))},
-			watchs: []step{hangs(modified("a", "11"), added("bad", "12"), modified("a", "13")), hangs().final()},
+			watchs: []step{hangs(modified("a", "11"), modified("bad", "12"), modified("a", "13")), hangs().final()},
 			want:   []req{list("0", DefaultPageSize), watchAt("10"), list("11", 0), watchAt("20")},
 			wantOps: []string{
-				"replace@10 [a@5]", "update a@11", "! add bad@12",
-				"replace@20 [a@11 bad@12]",
+				"start", "replaced a@5", "end@10", "update a@11",
+				"start", "replaced a@11", "replaced bad@12", "end@20",
 			},
-			wantOp:    "ADDED",
+			wantType:  fifo.Updated,
 			wantErrRV: "11",
 			relistAt:  2,
 		},
 		{
-			name:   "Replace of a LIST",
-			opts:   Options{NoWatchList: true},
+			name:   "a page of a LIST: the page is not pushed",
+			opts:   opts{NoWatchList: true},
 			lists:  []step{page("10", "", pod("a", "5"), pod("bad", "6")), page("10", "", pod("a", "5"), pod("bad", "6"))},
 			watchs: []step{hangs().final()},
 			want:   []req{list("0", DefaultPageSize), list("0", DefaultPageSize), watchAt("10")},
 			wantOps: []string{
-				"! replace@10 [a@5 bad@6]", "replace@10 [a@5 bad@6]",
+				"start",
+				"start", "replaced a@5", "replaced bad@6", "end@10",
 			},
-			wantOp:    "replace",
+			wantType:  fifo.Replaced,
 			wantErrRV: "",
 			relistAt:  1,
 		},
 		{
-			name: "Replace of a streaming list",
+			name: "a streaming list",
 			watchs: []step{
 				hangs(added("a", "5"), added("bad", "6"), endBookmark("10")),
 				hangs(added("a", "5"), added("bad", "6"), endBookmark("10")).final(),
 			},
 			want: []req{streamAt(""), streamAt("")},
 			wantOps: []string{
-				"! replace@10 [a@5 bad@6]", "replace@10 [a@5 bad@6]",
+				"start", "replaced a@5",
+				"start", "replaced a@5", "replaced bad@6", "end@10",
 			},
-			wantOp:    "replace",
+			wantType:  fifo.Replaced,
 			wantErrRV: "",
 			relistAt:  1,
 		},
@@ -92,10 +95,10 @@ func TestQueueWriteErrorRelists(t *testing.T) {
 			},
 			want: []req{streamAt(""), streamAt("11")},
 			wantOps: []string{
-				"replace@10 [a@5]", "add b@11", "! delete bad@12",
-				"replace@20 [a@5 b@11]",
+				"start", "replaced a@5", "end@10", "add b@11",
+				"start", "replaced a@5", "replaced b@11", "end@20",
 			},
-			wantOp:    "DELETED",
+			wantType:  fifo.Deleted,
 			wantErrRV: "11",
 			relistAt:  1,
 		},
@@ -103,41 +106,67 @@ func TestQueueWriteErrorRelists(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				var refused atomic.Bool
-				h := newHarness(t, tt.opts, fifo.Options[*corev1.Pod]{
-					Transform: func(p *corev1.Pod) (*corev1.Pod, error) {
-						if p.Name == "bad" && refused.CompareAndSwap(false, true) {
-							return nil, errTransform
-						}
-						return p, nil
-					},
-				})
+				var (
+					mu        sync.Mutex
+					refusedAs []fifo.DeltaType
+				)
+				o := tt.opts
+				o.Prepare = func(dt fifo.DeltaType, p *corev1.Pod) (cache.Entry[*corev1.Pod], error) {
+					mu.Lock()
+					defer mu.Unlock()
+					if p.Name == "bad" && len(refusedAs) == 0 {
+						refusedAs = append(refusedAs, dt)
+						return cache.Entry[*corev1.Pod]{}, errTransform
+					}
+					return cache.Entry[*corev1.Pod]{Key: cache.KeyOf(p), Object: p}, nil
+				}
+				h := newHarness(t, o)
 				h.src.lists, h.src.watches = tt.lists, tt.watchs
 				h.run()
 				if diff := cmp.Diff(tt.want, h.src.reqs()); diff != "" {
 					t.Fatalf("requests (-want +got):\n%s", diff)
 				}
-				if diff := cmp.Diff(tt.wantOps, h.q.recorded()); diff != "" {
-					t.Errorf("queue writes (-want +got):\n%s", diff)
+				if diff := cmp.Diff(tt.wantOps, h.sink.recorded()); diff != "" {
+					t.Errorf("deltas (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff([]fifo.DeltaType{tt.wantType}, refusedAs); diff != "" {
+					t.Errorf("Prepare refused (-want +got):\n%s", diff)
 				}
 				h.mu.Lock()
-				errs, rvs := h.errs, h.errRVs
+				errs := h.errs
 				h.mu.Unlock()
 				if len(errs) != 1 {
-					t.Fatalf("OnError got %v, want one WriteError", errs)
+					t.Fatalf("Errors delivered %v, want one WriteError", errs)
 				}
 				var we *WriteError
-				if !errors.As(errs[0], &we) || we.Op != tt.wantOp || !errors.Is(errs[0], errTransform) {
-					t.Errorf("reported %v, want a *WriteError{Op: %q} wrapping the transform error", errs[0], tt.wantOp)
+				if !errors.As(errs[0].err, &we) || we.Key != (cache.Key{Namespace: "ns", Name: "bad"}) || !errors.Is(errs[0].err, errTransform) {
+					t.Errorf("reported %v, want a *WriteError for ns/bad wrapping the Prepare error", errs[0].err)
 				}
-				if rvs[0] != tt.wantErrRV {
-					t.Errorf("LastSyncResourceVersion was %q when the write failed, want %q (not past the failed event)", rvs[0], tt.wantErrRV)
+				if errs[0].rv != tt.wantErrRV {
+					t.Errorf("LastSyncResourceVersion was %q when the object was refused, want %q (not past it)", errs[0].rv, tt.wantErrRV)
 				}
-				calls := h.src.recorded()
-				if g := gap(calls, tt.relistAt-1, tt.relistAt); g < DefaultBackoffInit {
-					t.Errorf("relist %v came %v after %v, want at least %v of backoff", calls[tt.relistAt].req, g, calls[tt.relistAt-1].req, DefaultBackoffInit)
-				}
+				h.checkGaps([]int{tt.relistAt}, nil)
 			})
 		})
 	}
+}
+
+// The default Prepare refuses an object without a name: a *WriteError
+// wrapping cache.ErrNoName, then a relist.
+func TestDefaultPrepareRefusesNameless(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, opts{NoWatchList: true})
+		h.src.lists = []step{page("10", "", pod("a", "5")), page("20", "", pod("a", "5"))}
+		h.src.watches = []step{hangs(added("", "11")), hangs().final()}
+		h.run()
+		want := []req{list("0", DefaultPageSize), watchAt("10"), list("10", 0), watchAt("20")}
+		if diff := cmp.Diff(want, h.src.reqs()); diff != "" {
+			t.Fatalf("requests (-want +got):\n%s", diff)
+		}
+		errs := h.reported()
+		var we *WriteError
+		if len(errs) != 1 || !errors.As(errs[0], &we) || !errors.Is(errs[0], cache.ErrNoName) {
+			t.Errorf("Errors delivered %v, want one WriteError wrapping cache.ErrNoName", errs)
+		}
+	})
 }
