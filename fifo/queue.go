@@ -15,6 +15,12 @@ type Options struct {
 	// MaxBatch bounds how many deltas one Queue.Pop hands out. Default:
 	// DefaultMaxBatch.
 	MaxBatch int
+	// MaxLen, if positive, bounds a Queue: Push waits while MaxLen deltas
+	// or more are queued, until Pop makes room or Close is called, so a
+	// producer faster than the consumer cannot pile up objects. One Push is
+	// taken whole once there is room, so the queue may hold up to MaxLen-1
+	// plus the deltas of one Push. Default: 0, unbounded.
+	MaxLen int
 }
 
 // Queue is the in-order delta queue of the informer pipeline: every delta
@@ -27,9 +33,10 @@ type Options struct {
 //
 // Push may be called from any goroutine; Pop is for a single consumer.
 type Queue[T cache.Object] struct {
-	maxBatch int
+	maxBatch, maxLen int
 
 	mu     sync.Mutex
+	room   sync.Cond // signalled when Pop makes room or Close is called
 	items  sliceQueue[Delta[T]]
 	out    []Delta[T] // the batch handed out last
 	closed bool
@@ -42,13 +49,19 @@ func New[T cache.Object](opts Options) *Queue[T] {
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = DefaultMaxBatch
 	}
-	return &Queue[T]{maxBatch: opts.MaxBatch, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	q := &Queue[T]{maxBatch: opts.MaxBatch, maxLen: opts.MaxLen, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	q.room.L = &q.mu
+	return q
 }
 
 // Push appends deltas, all at once: Pop never hands out a part of them
-// before the rest is queued. It returns ErrClosed after Close.
+// before the rest is queued. In a bounded queue (Options.MaxLen) it first
+// waits for room. It returns ErrClosed after Close.
 func (q *Queue[T]) Push(deltas ...Delta[T]) error {
 	q.mu.Lock()
+	for q.maxLen > 0 && q.items.len() >= q.maxLen && !q.closed {
+		q.room.Wait()
+	}
 	if q.closed {
 		q.mu.Unlock()
 		return ErrClosed
@@ -90,6 +103,9 @@ func (q *Queue[T]) Pop(ctx context.Context) ([]Delta[T], error) {
 			for range n {
 				q.out = append(q.out, q.items.pop())
 			}
+			if q.maxLen > 0 {
+				q.room.Broadcast()
+			}
 			q.mu.Unlock()
 			return q.out, nil
 		}
@@ -122,5 +138,6 @@ func (q *Queue[T]) Close() {
 	if !q.closed {
 		q.closed = true
 		close(q.done)
+		q.room.Broadcast()
 	}
 }

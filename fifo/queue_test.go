@@ -435,3 +435,53 @@ func TestDeltaTypeString(t *testing.T) {
 		}
 	}
 }
+
+// A bounded queue (Options.MaxLen) makes Push wait while it is full, until
+// Pop makes room or Close is called; one Push is taken whole.
+func TestQueueBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := newRegistry()
+		ctx := context.Background()
+		q := fifo.New[pod](fifo.Options{MaxLen: 3, MaxBatch: 2})
+		must(t, q.Push(delta{Type: fifo.Sync}, delta{Type: fifo.Sync}))
+		must(t, q.Push(delta{Type: fifo.Added, Entry: ent(reg.pod(0))}, delta{Type: fifo.Added, Entry: ent(reg.pod(1))})) // 2 < 3: taken whole
+		if q.Len() != 4 {
+			t.Fatalf("Len = %d, want 4", q.Len())
+		}
+		pushed := make(chan error, 1)
+		go func() { pushed <- q.Push(delta{Type: fifo.Added, Entry: ent(reg.pod(2))}) }()
+		synctest.Wait()
+		select {
+		case err := <-pushed:
+			t.Fatalf("Push into a full queue returned %v, want it waiting", err)
+		default:
+		}
+		if got := popBatch(ctx, q, reg); len(got.ds) != 2 {
+			t.Fatalf("Pop = %+v", got)
+		}
+		synctest.Wait()
+		select {
+		case err := <-pushed:
+			if err != nil {
+				t.Fatal(err)
+			}
+		default:
+			t.Fatal("Push still waiting after Pop made room")
+		}
+		if q.Len() != 3 {
+			t.Fatalf("Len = %d, want 3 (full again)", q.Len())
+		}
+		go func() { pushed <- q.Push(delta{Type: fifo.Sync}) }()
+		synctest.Wait()
+		q.Close()
+		synctest.Wait()
+		select {
+		case err := <-pushed:
+			if !errors.Is(err, fifo.ErrClosed) {
+				t.Errorf("waiting Push after Close = %v, want ErrClosed", err)
+			}
+		default:
+			t.Fatal("Push still waiting after Close")
+		}
+	})
+}
