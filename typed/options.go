@@ -14,27 +14,39 @@ type Options[T cache.Object] struct {
 	// resource name.
 	Name string
 	// Resource names the objects in the lister's NotFound errors. Default:
-	// guessed from T's kind when T is a type of the client-go scheme (pods
-	// for *corev1.Pod), else the lower-case plural of the Go type name
-	// (unstructureds for *unstructured.Unstructured: set it for those).
+	// what the source says (source.ResourceOf), else guessed from T's Go
+	// type name (pods for *corev1.Pod), else "objects".
 	Resource schema.GroupResource
+	// Scope says whether the objects are namespaced, so the lister can
+	// refuse a lookup in the wrong scope. Default: what the source says,
+	// else inferred from the cached objects.
+	Scope cache.Scope
 	// ResyncPeriod, if positive, makes every handler get OnUpdate(obj, obj)
 	// for every cached object at that period (never a LIST). Default: 0, no
 	// resync.
 	ResyncPeriod time.Duration
 	// Transform runs once on every object from the source before it enters
 	// the cache, for example to drop fields the controller does not need.
-	// It may modify and return its argument. An error is reported and the
-	// informer relists after a backoff rather than skip the object.
+	// It may modify and return its argument if the source hands out
+	// objects it does not share (every source of this module does). An
+	// error or a panic refuses the object: it is reported and the informer
+	// relists after a backoff rather than skip it.
 	Transform func(T) (T, error)
 	// KeepManagedFields keeps metadata.managedFields. Default: false, they
-	// are dropped before Transform runs (about a fifth of a typical object).
+	// are dropped before Transform runs (about a fifth of a typical server
+	// object), on a copy: the source's object is never modified.
 	KeepManagedFields bool
-	// Indexers are added to the cache besides the namespace index.
+	// Indexers are custom indexes of the cache besides the namespace index,
+	// queried with Store().ByIndex.
 	Indexers cache.Indexers[T]
+	// LabelIndexes are label keys the cache indexes: the lister answers
+	// equality and set selectors on them from the index.
+	LabelIndexes []string
 	// ErrorHandler receives every error the informer recovers from: list and
-	// watch failures, transform errors, handler panics. It must not block.
-	// Default: errors are logged (klog, from Run's context).
+	// watch failures, refused objects, handler panics. It is called from
+	// the informer's goroutines with no lock held, so it may call the
+	// informer; it should not block for long. A panic in it is recovered
+	// and logged. Default: errors are logged (klog, from Run's context).
 	ErrorHandler func(error)
 	// NoWatchList turns off the streaming initial list (sendInitialEvents).
 	// Default: false, it is used when the source supports it, else LIST.

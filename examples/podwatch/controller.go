@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
@@ -33,30 +35,36 @@ func indexByNode(p *corev1.Pod) ([]string, error) {
 
 // controller is the demo's typed controller.
 type controller struct {
-	cfg      config
-	inf      *typed.Informer[*corev1.Pod]
-	queue    workqueue.TypedRateLimitingInterface[cache.Key]
-	initial  atomic.Int64
-	adds     atomic.Int64
-	updates  atomic.Int64
-	deletes  atomic.Int64
-	unknown  atomic.Int64 // deletions inferred by a relist
-	reconcil atomic.Int64
-	logged   atomic.Int64
+	cfg        config
+	inf        *typed.Informer[*corev1.Pod]
+	reg        *typed.Registration
+	queue      workqueue.TypedRateLimitingInterface[cache.Key]
+	initial    atomic.Int64
+	adds       atomic.Int64
+	updates    atomic.Int64
+	deletes    atomic.Int64
+	unknown    atomic.Int64 // deletions inferred by a relist
+	reconciles atomic.Int64
+	logged     atomic.Int64
 }
 
 func newController(src source.Source[*corev1.Pod], cfg config) (*controller, error) {
-	c := &controller{cfg: cfg}
-	c.inf = typed.NewInformer(src, typed.Options[*corev1.Pod]{
-		Resource: podsResource,
-		Indexers: cache.Indexers[*corev1.Pod]{
-			byNode:                      indexByNode,
-			cache.LabelIndexName("app"): cache.IndexByLabel[*corev1.Pod]("app"),
-		},
+	inf, err := typed.NewInformer(src, typed.Options[*corev1.Pod]{
+		// Pods live in namespaces: the lister refuses a lookup without one.
+		Scope:        cache.ScopeNamespaced,
+		Indexers:     cache.Indexers[*corev1.Pod]{byNode: indexByNode},
+		LabelIndexes: []string{"app"},
 		ErrorHandler: func(err error) { fmt.Println("error:", err) },
 	})
-	c.queue = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.Key]())
-	if _, err := c.inf.AddHandler(c.handler()); err != nil {
+	if err != nil {
+		return nil, err
+	}
+	c := &controller{
+		cfg:   cfg,
+		inf:   inf,
+		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.Key]()),
+	}
+	if c.reg, err = inf.AddHandler(c.handler()); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -106,75 +114,151 @@ func (c *controller) log(format string, args ...any) {
 	}
 }
 
-// run starts the informer, waits for sync while showing progress, then
-// reconciles until ctx ends, printing lister queries every few seconds.
+// run runs the informer and the reconcile workers until ctx ends. It waits
+// for the cache and the handler to sync, showing progress, then prints
+// lister queries every few seconds and a summary at the end. It returns
+// nil when ctx ends after the sync, the sync error if the sync fails, and
+// the informer's error if Run fails, which ends everything at once.
 func (c *controller) run(ctx context.Context) error {
-	// Cancelled on every return, so the informer stops also when the sync
-	// fails (for example Forbidden) before the deadline.
 	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	defer cancel()
 	defer c.queue.ShutDown()
-	wg.Go(func() { _ = c.inf.Run(ctx) })
+	// Everything below runs on the group's context: if Run fails, the sync
+	// wait, the report loop and the workers end at once and g.Wait
+	// returns Run's error.
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return c.inf.Run(ctx) })
 
 	start := time.Now()
-	synced := make(chan error, 1)
-	go func() { synced <- c.inf.WaitForSync(ctx) }()
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-wait:
-	for {
-		select {
-		case err := <-synced:
-			if err != nil {
-				return fmt.Errorf("pods cache: %w", err)
-			}
-			break wait
-		case <-tick.C:
-			fmt.Printf("initial list: %d pods in the cache so far\n", c.inf.Store().Len())
+	if err := c.waitForSync(ctx); err != nil {
+		cancel()
+		if runErr := g.Wait(); runErr != nil {
+			return runErr // why the sync did not finish
 		}
+		return fmt.Errorf("pods cache: %w", err)
 	}
-	fmt.Printf("synced %d pods in %v at resourceVersion %s\n", c.inf.Store().Len(), time.Since(start).Round(time.Millisecond), c.inf.LastSyncResourceVersion())
+	fmt.Printf("synced %d pods in %v at resourceVersion %s\n",
+		c.inf.Store().Len(), time.Since(start).Round(time.Millisecond), c.inf.LastSyncResourceVersion())
+	c.lookup()
 	c.report()
 
 	for range c.cfg.workers {
-		wg.Go(c.worker)
+		g.Go(func() error { c.worker(); return nil })
 	}
-	every := time.NewTicker(3 * time.Second)
-	defer every.Stop()
+	c.reportEvery(ctx, 3*time.Second)
+	c.queue.ShutDown() // the workers finish the key in hand and return
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	c.summary()
+	return nil
+}
+
+// reportEvery prints the lister queries at every period until ctx ends.
+func (c *controller) reportEvery(ctx context.Context, period time.Duration) {
+	tick := time.NewTicker(period)
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			c.report()
-			fmt.Printf("events: %d initial adds, %d adds, %d updates, %d deletes (%d inferred by a relist); %d reconciles\n",
-				c.initial.Load(), c.adds.Load(), c.updates.Load(), c.deletes.Load(), c.unknown.Load(), c.reconcil.Load())
-			st := c.inf.Stats()
-			fmt.Printf("source: %d lists, %d streaming lists, %d watches, %d relists, %d events\n", st.Lists, st.WatchLists, st.Watches, st.Relists, st.Events)
-			return ctx.Err()
-		case <-every.C:
+			return
+		case <-tick.C:
 			c.report()
 		}
 	}
 }
 
-// report answers a few lister queries, all typed.
+// waitForSync waits until the initial list is in the cache and the handler
+// has seen all of it, printing progress meanwhile.
+func (c *controller) waitForSync(ctx context.Context) error {
+	done := make(chan struct{})
+	var progress sync.WaitGroup
+	progress.Go(func() { c.showProgress(done) })
+	defer progress.Wait()
+	defer close(done)
+	return typed.WaitForCacheSync(ctx, c.inf, c.reg)
+}
+
+// showProgress prints where the sync is until done is closed. The cache
+// takes the whole list at once; the handler then works through it.
+func (c *controller) showProgress(done <-chan struct{}) {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+			line := fmt.Sprintf("waiting for sync: %d pods cached, %d handled",
+				c.inf.Store().Len(), c.initial.Load())
+			if err := c.inf.Status().LastError; err != nil {
+				line += fmt.Sprintf(" (retrying after: %v)", err)
+			}
+			fmt.Println(line)
+		}
+	}
+}
+
+// lookup shows a typed Get of one cached pod and, once, the error of the
+// same Get without its namespace: pods are namespaced, so that lookup can
+// never find anything and the lister says so instead of "not found".
+func (c *controller) lookup() {
+	var first cache.Key
+	for k := range c.inf.Store().All() {
+		if first.Name == "" || k.String() < first.String() {
+			first = k
+		}
+	}
+	if first.Name == "" {
+		return
+	}
+	p, err := c.inf.Lister().Namespace(first.Namespace).Get(first.Name)
+	if err != nil {
+		fmt.Printf("lookup: Namespace(%q).Get(%q): %v\n", first.Namespace, first.Name, err)
+	} else {
+		fmt.Printf("lookup: Namespace(%q).Get(%q): on %s, %s, labels %v\n",
+			first.Namespace, first.Name, nodeOf(p), p.Status.Phase, p.Labels)
+	}
+	if _, err := c.inf.Lister().Get(first.Name); err != nil {
+		fmt.Printf("lookup: Get(%q): %v\n", first.Name, err)
+	}
+}
+
+// report answers a few lister queries, all typed: the app label selector
+// and the namespace are answered from their indexes, the per-node counts
+// from the custom index.
 func (c *controller) report() {
 	web, _ := c.inf.Lister().List(labels.SelectorFromSet(labels.Set{"app": "web"}))
-	var perNode []string
-	for _, n := range []string{"node-a", "node-b", "node-c"} {
-		pods, err := c.inf.ByIndex(byNode, n)
+	store := c.inf.Store()
+	nodes, _ := store.IndexValues(byNode)
+	perNode := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		pods, err := store.ByIndex(byNode, n)
 		if err == nil {
 			perNode = append(perNode, fmt.Sprintf("%s=%d", n, len(pods)))
 		}
 	}
 	shop, _ := c.inf.Lister().Namespace("shop").List(labels.Everything())
-	fmt.Printf("query: %d pods cached, %d with app=web, by node %v, %d in namespace shop, queue depth %d\n",
-		c.inf.Store().Len(), len(web), perNode, len(shop), c.queue.Len())
+	fmt.Printf("query: %d pods cached, %d with app=web, by node [%s], %d in namespace shop, queue depth %d\n",
+		store.Len(), len(web), strings.Join(perNode, " "), len(shop), c.queue.Len())
 }
 
-// worker reconciles keys from the workqueue: it reads the pod from the
-// lister, typed, and counts it.
+// summary prints what the handler and the workers did, and what the
+// informer asked of its source.
+func (c *controller) summary() {
+	c.report()
+	fmt.Printf("events: %d initial adds, %d adds, %d updates, %d deletes (%d inferred by a relist); %d reconciles\n",
+		c.initial.Load(), c.adds.Load(), c.updates.Load(), c.deletes.Load(), c.unknown.Load(), c.reconciles.Load())
+	st := c.inf.Status()
+	fmt.Printf("source: %d lists, %d streaming lists, %d watches, %d relists, %d events, %d bookmarks, %d errors recovered\n",
+		st.Stats.Lists, st.Stats.WatchLists, st.Stats.Watches, st.Stats.Relists, st.Stats.Events, st.Stats.Bookmarks, st.Stats.Errors)
+	if st.LastError != nil {
+		fmt.Printf("source: unhealthy since %v: %v\n", st.StaleSince.Format(time.TimeOnly), st.LastError)
+	}
+}
+
+// worker reconciles keys from the workqueue until it shuts down: it reads
+// the pod from the lister, typed, and counts it.
 func (c *controller) worker() {
 	for {
 		key, shutdown := c.queue.Get()
@@ -192,7 +276,7 @@ func (c *controller) worker() {
 			_ = p.Spec.NodeName // a real controller would act on the typed pod here
 			c.queue.Forget(key)
 		}
-		c.reconcil.Add(1)
+		c.reconciles.Add(1)
 		c.queue.Done(key)
 	}
 }

@@ -13,15 +13,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -80,7 +79,9 @@ func setup(c config) (*controller, *simulation, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("clientset: %w", err)
 		}
-		src = source.FromClient[*corev1.Pod](cs.CoreV1().Pods(c.namespace))
+		if src, err = source.FromClient[*corev1.Pod](cs.CoreV1().Pods(c.namespace)); err != nil {
+			return nil, nil, err
+		}
 		fmt.Printf("podwatch: watching pods on %s (namespace %q) for %v\n", cfg.Host, c.namespace, c.duration)
 	} else {
 		var err error
@@ -99,7 +100,8 @@ func setup(c config) (*controller, *simulation, error) {
 }
 
 // runWith runs the controller (and the simulation's churn) until the
-// duration ends or a signal arrives.
+// duration ends or a signal arrives, or until the controller fails: then
+// the churn stops too and runWith returns the controller's error.
 func runWith(c config, ctrl *controller, sim *simulation) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -108,14 +110,10 @@ func runWith(c config, ctrl *controller, sim *simulation) error {
 		ctx, cancel = context.WithTimeout(ctx, c.duration)
 		defer cancel()
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
+	g, ctx := errgroup.WithContext(ctx)
 	if sim != nil {
-		wg.Go(func() { sim.churn(ctx, c.churn) })
+		g.Go(func() error { sim.churn(ctx, c.churn); return nil })
 	}
-	err := ctrl.run(ctx)
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		err = nil
-	}
-	return err
+	g.Go(func() error { return ctrl.run(ctx) })
+	return g.Wait()
 }

@@ -14,12 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/typedinformer/informer/cache"
-	"github.com/typedinformer/informer/source"
+	"github.com/typedinformer/informer/source/sourcetest"
 )
 
-// simulation is the embedded cluster: a fake source and a churn loop.
+// simulation is the embedded cluster: a fake API server for pods and a
+// churn loop.
 type simulation struct {
-	fake *source.Fake[*corev1.Pod]
+	fake *sourcetest.Fake[*corev1.Pod]
 	keys []cache.Key // the pods that exist, for picking one at random
 	next int
 	rng  *rand.Rand
@@ -40,8 +41,9 @@ func newSimulation(seedFile string, generated int) (*simulation, error) {
 	for range generated {
 		pods = append(pods, s.newPod())
 	}
-	s.fake = source.NewFake(source.FakeOptions[*corev1.Pod]{
+	s.fake = sourcetest.NewFake(sourcetest.FakeOptions[*corev1.Pod]{
 		Resource: podsResource,
+		Scope:    cache.ScopeNamespaced,
 		Objects:  pods,
 		Window:   100000,
 	})
@@ -93,9 +95,11 @@ func (s *simulation) newPod() *corev1.Pod {
 }
 
 // churn creates, updates and deletes pods until ctx ends. Every 100th
-// change it cuts every watch, as an API server restart does, and every
-// 300th it loses a deletion event and compacts its history, so the
-// informer has to relist and report the deletion as final-state-unknown.
+// change it cuts every watch, as an API server restart does; every other
+// time, starting with the first, it loses a deletion event and compacts
+// its history just before, so the informer has to relist and report the
+// deletion as final-state-unknown. At the default interval (20ms) that is
+// a cut every 2s, every other one with a relist, so a 5s run shows both.
 func (s *simulation) churn(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -107,7 +111,7 @@ func (s *simulation) churn(ctx context.Context, every time.Duration) {
 		}
 		switch r := s.rng.IntN(10); {
 		case r < 3 || len(s.keys) == 0:
-			p, err := s.fake.Add(s.newPod())
+			p, err := s.fake.Create(s.newPod())
 			if err == nil {
 				s.keys = append(s.keys, cache.KeyOf(p))
 			}
@@ -133,7 +137,7 @@ func (s *simulation) churn(ctx context.Context, every time.Duration) {
 			s.keys = s.keys[:len(s.keys)-1]
 		}
 		switch {
-		case n%300 == 299 && len(s.keys) > 0:
+		case n%200 == 99 && len(s.keys) > 0:
 			// A deletion the watch never delivers, then a compaction:
 			// the informer must relist and infer the deletion.
 			i := s.rng.IntN(len(s.keys))

@@ -11,7 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/typedinformer/informer/source"
+	it "github.com/typedinformer/informer/internal/informertest"
+	"github.com/typedinformer/informer/internal/leakcheck"
 	"github.com/typedinformer/informer/typed"
 )
 
@@ -26,6 +27,7 @@ import (
 // syncs through LIST.
 func TestBookmarksAndWatchList(t *testing.T) {
 	c := sharedCluster(t)
+	leakcheck.Check(t)
 	ctx := t.Context()
 	admin := protobufClientset(t, c.AdminConfig())
 	nsA, nsB := uniqueName("bookmark-a"), uniqueName("bookmark-b")
@@ -40,22 +42,21 @@ func TestBookmarksAndWatchList(t *testing.T) {
 	t.Run("streaming list and bookmarks", func(t *testing.T) {
 		counter := newCounter(podsCollection)
 		cs := clientset(t, counter.wrap(c.AdminConfig()))
-		var errs errorLog
-		inf := typed.NewInformer(source.FromClient[*corev1.Pod](cs.CoreV1().Pods(nsA)),
-			typed.Options[*corev1.Pod]{ErrorHandler: errs.handle, MinWatchTimeout: 5 * time.Second})
-		rec := newRecorder[*corev1.Pod]()
-		if _, err := inf.AddHandler(rec.handler()); err != nil {
+		var errs it.ErrSink
+		inf := newInformer(t, podSource(t, cs, nsA), typed.Options[*corev1.Pod]{ErrorHandler: errs.Handle, MinWatchTimeout: 5 * time.Second})
+		rec := it.NewRecorder()
+		if _, err := inf.AddHandler(rec.Handler()); err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		run(t, inf)
+		it.Run(t, inf)
 		waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		if err := inf.WaitForSync(waitCtx); err != nil {
 			t.Fatalf("WaitForSync: %v", err)
 		}
 		syncTook := time.Since(start)
-		synced := inf.Stats()
+		synced := inf.Status().Stats
 		syncRV := inf.LastSyncResourceVersion()
 		// Synced through a streaming list means its end bookmark arrived:
 		// the reflector publishes the initial state only there.
@@ -65,8 +66,8 @@ func TestBookmarksAndWatchList(t *testing.T) {
 		if rvNum(syncRV) < lastRVinA {
 			t.Errorf("I3: LastSyncResourceVersion %s after sync is older than the last write in A (%d)", syncRV, lastRVinA)
 		}
-		want := stateOf(serverA)
-		converge(t, inf, want, time.Minute)
+		want := it.StateOfObjects(serverA)
+		it.ConvergeTo(t, want, inf.Store(), rec)
 
 		// Churn in B only.
 		var lastRVinB int64
@@ -78,60 +79,62 @@ func TestBookmarksAndWatchList(t *testing.T) {
 			lastRVinB = rvNum(p.ResourceVersion)
 		}
 		churned := time.Now()
-		eventually(t, 2*time.Minute, fmt.Sprintf("a bookmark advances LastSyncResourceVersion to the last write in B (%d)", lastRVinB), func() bool {
+		it.Eventually(t, fmt.Sprintf("a bookmark advances LastSyncResourceVersion to the last write in B (%d)", lastRVinB), func() bool {
 			return rvNum(inf.LastSyncResourceVersion()) >= lastRVinB
 		})
 		advanced := time.Since(churned)
 		// One more watch timeout: the re-watch goes on from the bookmark.
-		eventually(t, time.Minute, "a re-watch after the watch timeout", func() bool {
+		it.Eventually(t, "a re-watch after the watch timeout", func() bool {
 			return counter.snapshot().Watches >= 1
 		})
-		st := inf.Stats()
+		st := inf.Status().Stats
 		reqs := counter.snapshot()
 		if st.Bookmarks < 1 {
-			t.Errorf("Stats().Bookmarks = %d after the resourceVersion moved by bookmark, want >= 1", st.Bookmarks)
+			t.Errorf("Status().Stats.Bookmarks = %d after the resourceVersion moved by bookmark, want >= 1", st.Bookmarks)
 		}
-		if st.Events != 0 || rec.callCount() != len(want) {
-			t.Errorf("quiet namespace A: %d events, %d handler calls; want 0 events and %d initial adds", st.Events, rec.callCount(), len(want))
+		if st.Events != 0 || rec.Calls() != len(want) {
+			t.Errorf("quiet namespace A: %d events, %d handler calls; want 0 events and %d initial adds", st.Events, rec.Calls(), len(want))
 		}
 		if st.Relists != 0 || reqs.Lists != 0 || reqs.WatchLists != 1 {
 			t.Errorf("I8: %s, %s: want one streaming list, no LIST and no relist", statsString(st), reqs)
 		}
-		converge(t, inf, want, time.Minute)
-		rec.check(t, "a", want)
+		it.ConvergeTo(t, want, inf.Store(), rec)
 		t.Logf("figures: bookmarks: synced in %v via streaming list (RV %s, last write in A %d); after 20 writes in B (last RV %d) "+
 			"LastSyncResourceVersion reached %s in %v; stats %s; pods %s; %s",
 			syncTook.Round(time.Millisecond), syncRV, lastRVinA, lastRVinB, inf.LastSyncResourceVersion(),
-			advanced.Round(time.Millisecond), statsString(st), reqs, errs.summary())
+			advanced.Round(time.Millisecond), statsString(st), reqs, errSummary(&errs))
 	})
 
 	t.Run("LIST fallback", func(t *testing.T) {
 		counter := newCounter(podsCollection)
 		cs := clientset(t, counter.wrap(c.AdminConfig()))
-		var errs errorLog
-		inf := typed.NewInformer(source.FromClient[*corev1.Pod](cs.CoreV1().Pods(metav1.NamespaceAll)),
-			typed.Options[*corev1.Pod]{ErrorHandler: errs.handle, NoWatchList: true, PageSize: 7})
+		var errs it.ErrSink
+		inf := newInformer(t, podSource(t, cs, metav1.NamespaceAll),
+			typed.Options[*corev1.Pod]{ErrorHandler: errs.Handle, NoWatchList: true, PageSize: 7})
+		rec := it.NewRecorder()
+		if _, err := inf.AddHandler(rec.Handler()); err != nil {
+			t.Fatal(err)
+		}
 		start := time.Now()
-		run(t, inf)
+		it.Run(t, inf)
 		waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		if err := inf.WaitForSync(waitCtx); err != nil {
 			t.Fatalf("WaitForSync: %v", err)
 		}
 		syncTook := time.Since(start)
-		want := stateOf(serverPods(ctx, t, admin, metav1.NamespaceAll, metav1.ListOptions{}))
-		converge(t, inf, want, time.Minute)
+		it.ConvergeTo(t, serverState(ctx, t, admin, metav1.NamespaceAll), inf.Store(), rec)
 		// Still following changes after a paginated LIST.
 		if _, err := admin.CoreV1().Pods(nsA).Create(ctx, newPod(nsA, "after-list", nil), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		want = stateOf(serverPods(ctx, t, admin, metav1.NamespaceAll, metav1.ListOptions{}))
-		converge(t, inf, want, time.Minute)
-		st := inf.Stats()
+		want := serverState(ctx, t, admin, metav1.NamespaceAll)
+		it.ConvergeTo(t, want, inf.Store(), rec)
+		st := inf.Status().Stats
 		reqs := counter.snapshot()
 		pages := (len(want) + 6) / 7
 		t.Logf("figures: LIST fallback: %d pods synced in %v with page size 7; stats %s; pods %s; %s",
-			len(want)-1, syncTook.Round(time.Millisecond), statsString(st), reqs, errs.summary())
+			len(want)-1, syncTook.Round(time.Millisecond), statsString(st), reqs, errSummary(&errs))
 		if st.Lists != 1 || st.WatchLists != 0 || st.Relists != 0 {
 			t.Errorf("stats %s: want one LIST (pages count once), no streaming list, no relist", statsString(st))
 		}

@@ -17,8 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	it "github.com/typedinformer/informer/internal/informertest"
+	"github.com/typedinformer/informer/internal/leakcheck"
 	"github.com/typedinformer/informer/internal/testcluster"
-	"github.com/typedinformer/informer/source"
 	"github.com/typedinformer/informer/typed"
 )
 
@@ -29,8 +30,9 @@ type churner struct {
 	cs       kubernetes.Interface
 	prefix   string // of the names of created pods
 	nss      []string
-	limit    int64 // stop after this many operations started (0: until stopped)
-	tolerate bool  // count failures instead of failing the test
+	limit    int64  // stop after this many operations started (0: until stopped)
+	tolerate bool   // count failures instead of failing the test
+	seed     uint64 // of the workers' random choices
 
 	started                                 atomic.Int64
 	ok, creates, updates, deletes, failures atomic.Int64
@@ -42,10 +44,10 @@ type churner struct {
 }
 
 // startChurn starts workers; the pods in owned (already created) are shared
-// out among them.
+// out among them. Their random choices come from the test's seed (logged).
 func startChurn(t *testing.T, cs kubernetes.Interface, prefix string, nss []string, owned []*corev1.Pod, workers int, limit int64, tolerate bool) *churner {
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &churner{cs: cs, prefix: prefix, nss: nss, limit: limit, tolerate: tolerate, cancel: cancel}
+	c := &churner{cs: cs, prefix: prefix, nss: nss, limit: limit, tolerate: tolerate, seed: testSeed(t), cancel: cancel}
 	for w := range workers {
 		var mine []*corev1.Pod
 		for i, p := range owned {
@@ -73,7 +75,7 @@ func (c *churner) fail(t *testing.T, format string, args ...any) {
 }
 
 func (c *churner) work(ctx context.Context, t *testing.T, w int, mine []*corev1.Pod) {
-	rng := rand.New(rand.NewPCG(uint64(w), 42))
+	rng := rand.New(rand.NewPCG(c.seed, uint64(w)))
 	type ref struct{ ns, name string }
 	var refs []ref
 	for _, p := range mine {
@@ -171,6 +173,7 @@ func TestChurn(t *testing.T) {
 		workers = 8
 	)
 	c := sharedCluster(t)
+	leakcheck.Check(t)
 	ctx := t.Context()
 	admin := protobufClientset(t, c.AdminConfig())
 	nss := []string{uniqueName("churn-a"), uniqueName("churn-b"), uniqueName("churn-c"), uniqueName("churn-d")}
@@ -180,16 +183,15 @@ func TestChurn(t *testing.T) {
 
 	counter := newCounter(podsCollection)
 	cs := clientset(t, counter.wrap(c.AdminConfig()))
-	var errs errorLog
-	inf := typed.NewInformer(source.FromClient[*corev1.Pod](cs.CoreV1().Pods(metav1.NamespaceAll)),
-		typed.Options[*corev1.Pod]{ErrorHandler: errs.handle})
-	a, b := newRecorder[*corev1.Pod](), newRecorder[*corev1.Pod]()
-	regA, err := inf.AddHandler(a.handler())
+	var errs it.ErrSink
+	inf := newInformer(t, podSource(t, cs, metav1.NamespaceAll), typed.Options[*corev1.Pod]{ErrorHandler: errs.Handle})
+	a, b := it.NewRecorder(), it.NewRecorder()
+	regA, err := inf.AddHandler(a.Handler())
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	run(t, inf)
+	it.Run(t, inf)
 	monitorRV(t, inf)
 	waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -203,12 +205,12 @@ func TestChurn(t *testing.T) {
 	// b joins while the churn runs: it gets the cache's content, then
 	// every later change, each once.
 	time.Sleep(200 * time.Millisecond)
-	regB, err := inf.AddHandler(b.handler())
+	regB, err := inf.AddHandler(b.Handler())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !typed.WaitForCacheSync(waitCtx, regA.HasSynced, regB.HasSynced) {
-		t.Fatal("handlers did not sync")
+	if err := typed.WaitForCacheSync(waitCtx, regA, regB); err != nil {
+		t.Fatalf("handlers did not sync: %v", err)
 	}
 	churnStart := time.Now()
 	churn.wait()
@@ -217,24 +219,20 @@ func TestChurn(t *testing.T) {
 		t.FailNow()
 	}
 
-	want := stateOf(serverPods(ctx, t, admin, metav1.NamespaceAll, metav1.ListOptions{}))
+	want := serverState(ctx, t, admin, metav1.NamespaceAll)
 	quiet := time.Now()
-	converge(t, inf, want, 2*time.Minute)
-	a.waitFor(t, "a", want, 2*time.Minute)
-	b.waitFor(t, "b", want, 2*time.Minute)
+	it.ConvergeTo(t, want, inf.Store(), a, b)
 	convergeTook := time.Since(quiet)
-	a.check(t, "a", want)
-	b.check(t, "b", want)
-	if n := b.kinds()["add(initial)"]; n == 0 {
+	if n := b.Kinds()["add(initial)"]; n == 0 {
 		t.Errorf("handler b (added after sync) got no initial Add")
 	}
 
-	st := inf.Stats()
+	st := inf.Status().Stats
 	reqs := counter.snapshot()
 	t.Logf("figures: churn: initial sync of %d pods in %v; churn %s in %v; converged %v after the last write; "+
 		"handler a %v, b %v; stats %s; pods %s; %s",
 		initial, syncTook.Round(time.Millisecond), churn, churnTook.Round(time.Millisecond), convergeTook.Round(time.Millisecond),
-		a.kinds(), b.kinds(), statsString(st), reqs, errs.summary())
+		a.Kinds(), b.Kinds(), statsString(st), reqs, errSummary(&errs))
 	// I8: no fault, so no relist expected; allow one in case the server
 	// closes a slow watcher and its resourceVersion has left the window.
 	if st.Relists > 1 || reqs.Lists+reqs.WatchLists > 2 {
@@ -252,6 +250,7 @@ func TestAPIServerRestart(t *testing.T) {
 		workers  = 4
 		opsAhead = 300 // successful operations before and after the restart
 	)
+	leakcheck.Check(t)
 	c := testcluster.Start(t, testcluster.Options{})
 	ctx := t.Context()
 	admin := protobufClientset(t, c.AdminConfig())
@@ -262,51 +261,47 @@ func TestAPIServerRestart(t *testing.T) {
 
 	counter := newCounter(podsCollection)
 	cs := clientset(t, counter.wrap(c.AdminConfig()))
-	var errs errorLog
-	inf := typed.NewInformer(source.FromClient[*corev1.Pod](cs.CoreV1().Pods(metav1.NamespaceAll)),
-		typed.Options[*corev1.Pod]{ErrorHandler: errs.handle})
-	a, b := newRecorder[*corev1.Pod](), newRecorder[*corev1.Pod]()
-	if _, err := inf.AddHandler(a.handler()); err != nil {
+	var errs it.ErrSink
+	inf := newInformer(t, podSource(t, cs, metav1.NamespaceAll), typed.Options[*corev1.Pod]{ErrorHandler: errs.Handle})
+	a, b := it.NewRecorder(), it.NewRecorder()
+	if _, err := inf.AddHandler(a.Handler()); err != nil {
 		t.Fatal(err)
 	}
-	run(t, inf)
+	it.Run(t, inf)
 	monitorRV(t, inf)
 	waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := inf.WaitForSync(waitCtx); err != nil {
 		t.Fatalf("WaitForSync: %v", err)
 	}
-	if _, err := inf.AddHandler(b.handler()); err != nil {
+	if _, err := inf.AddHandler(b.Handler()); err != nil {
 		t.Fatal(err)
 	}
 
 	churn := startChurn(t, admin, "", nss, pods, workers, 0, true)
-	eventually(t, 2*time.Minute, "churn before the restart", func() bool { return churn.ok.Load() >= opsAhead })
+	it.Eventually(t, "churn before the restart", func() bool { return churn.ok.Load() >= opsAhead })
 	before := counter.snapshot()
-	statsBefore := inf.Stats()
+	statsBefore := inf.Status().Stats
 	rvBefore := inf.LastSyncResourceVersion()
 	restartStart := time.Now()
 	c.RestartAPIServer(t)
 	restartTook := time.Since(restartStart)
 	okAfterRestart := churn.ok.Load()
-	eventually(t, 2*time.Minute, "churn after the restart", func() bool { return churn.ok.Load() >= okAfterRestart+opsAhead })
+	it.Eventually(t, "churn after the restart", func() bool { return churn.ok.Load() >= okAfterRestart+opsAhead })
 	churn.stop()
 
-	want := stateOf(serverPods(ctx, t, admin, metav1.NamespaceAll, metav1.ListOptions{}))
-	converge(t, inf, want, 3*time.Minute)
+	want := serverState(ctx, t, admin, metav1.NamespaceAll)
+	it.ConvergeTo(t, want, inf.Store(), a, b)
 	convergedAfter := time.Since(restartStart)
-	a.waitFor(t, "a", want, time.Minute)
-	b.waitFor(t, "b", want, time.Minute)
-	a.check(t, "a", want)
-	b.check(t, "b", want)
 	if rvNum(inf.LastSyncResourceVersion()) < rvNum(rvBefore) {
 		t.Errorf("I3: LastSyncResourceVersion went back from %s to %s", rvBefore, inf.LastSyncResourceVersion())
 	}
-	if st := inf.SyncStatus(); !st.Synced {
-		t.Errorf("SyncStatus after the restart = %+v", st)
+	// Converged with no fault left: the watch is established again.
+	if st := inf.Status(); !inf.HasSynced() || st.LastError != nil {
+		t.Errorf("after the restart: HasSynced %v, Status %+v; want synced and healthy", inf.HasSynced(), st)
 	}
 
-	st := inf.Stats()
+	st := inf.Status().Stats
 	reqs := counter.snapshot()
 	delta := reqs.sub(before)
 	relists := st.Relists - statsBefore.Relists
@@ -314,10 +309,13 @@ func TestAPIServerRestart(t *testing.T) {
 		"pods requests before the restart: %s; since the restart: %s; stats %s (relists since the restart: %d); "+
 		"handler a %v, b %v; %s",
 		restartTook.Round(time.Millisecond), convergedAfter.Round(time.Millisecond), churn, before, delta,
-		statsString(st), relists, a.kinds(), b.kinds(), errs.summary())
+		statsString(st), relists, a.Kinds(), b.Kinds(), errSummary(&errs))
 	// I8: the watch cache of the new API server starts past the informer's
-	// resourceVersion, so one relist is expected; a watch start that fails
-	// with something other than connection refused costs one more.
+	// resourceVersion, so one relist is expected (410 Gone). Watch errors
+	// while the server is down or starting (connection refused, 503, 429)
+	// are retried from the same resourceVersion and cause no relist (they
+	// did before the reflector's redesign); a relist attempt that fails
+	// for such a reason and is retried counts once more.
 	if relists > 3 || delta.Lists+delta.WatchLists > 3 {
 		t.Errorf("I8: %d relists, %d LIST and %d streaming-list requests after the restart; want at most 3",
 			relists, delta.Lists, delta.WatchLists)
@@ -333,26 +331,22 @@ func TestAPIServerRestart(t *testing.T) {
 	// relist (at least once, at most a few times) and converge.
 	t.Run("stop, compact, start", func(t *testing.T) {
 		before := counter.snapshot()
-		statsBefore := inf.Stats()
+		statsBefore := inf.Status().Stats
 		start := time.Now()
 		c.StopAPIServer(t)
 		rev := c.CompactEtcd(t)
 		c.StartAPIServer(t)
 		churn := startChurn(t, admin, "p2-", nss, nil, workers, 200, true)
 		churn.wait()
-		want := stateOf(serverPods(ctx, t, admin, metav1.NamespaceAll, metav1.ListOptions{}))
-		converge(t, inf, want, 3*time.Minute)
+		want := serverState(ctx, t, admin, metav1.NamespaceAll)
+		it.ConvergeTo(t, want, inf.Store(), a, b)
 		took := time.Since(start)
-		a.waitFor(t, "a", want, time.Minute)
-		b.waitFor(t, "b", want, time.Minute)
-		a.check(t, "a", want)
-		b.check(t, "b", want)
-		st := inf.Stats()
+		st := inf.Status().Stats
 		delta := counter.snapshot().sub(before)
 		relists := st.Relists - statsBefore.Relists
 		t.Logf("figures: API server stopped, etcd compacted at %d, started: converged %v after the stop; churn %s; "+
 			"pods requests since the stop: %s; stats %s (relists: %d); %s",
-			rev, took.Round(time.Millisecond), churn, delta, statsString(st), relists, errs.summary())
+			rev, took.Round(time.Millisecond), churn, delta, statsString(st), relists, errSummary(&errs))
 		if relists < 1 {
 			t.Errorf("no relist although the informer's resourceVersion was compacted away (stats %s)", statsString(st))
 		}

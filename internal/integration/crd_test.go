@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	it "github.com/typedinformer/informer/internal/informertest"
+	"github.com/typedinformer/informer/internal/leakcheck"
 	"github.com/typedinformer/informer/source"
 	"github.com/typedinformer/informer/typed"
 )
@@ -69,6 +71,7 @@ func widget(gv schema.GroupVersion, ns, name string, size int64, lbls map[string
 // updates and deletes (I1, I2-I4), and its lister answers Get and List.
 func TestCustomResources(t *testing.T) {
 	c := sharedCluster(t)
+	leakcheck.Check(t)
 	ctx := t.Context()
 	admin := protobufClientset(t, c.AdminConfig())
 	group := uniqueName("it") + ".example.test"
@@ -88,20 +91,24 @@ func TestCustomResources(t *testing.T) {
 			return widgets.Watch(ctx, opts)
 		},
 	}
-	var errs errorLog
-	inf := typed.NewInformer(source.FromListerWatcher[*unstructured.Unstructured](lw), typed.Options[*unstructured.Unstructured]{
-		Resource:     gvr.GroupResource(),
-		ErrorHandler: errs.handle,
-	})
-	a, b := newRecorder[*unstructured.Unstructured](), newRecorder[*unstructured.Unstructured]()
-	if _, err := inf.AddHandler(a.handler()); err != nil {
+	src, err := source.FromListerWatcher[*unstructured.Unstructured](lw)
+	if err != nil {
 		t.Fatal(err)
 	}
-	run(t, inf)
+	var errs it.ErrSink
+	inf := newInformer(t, src, typed.Options[*unstructured.Unstructured]{
+		Resource:     gvr.GroupResource(),
+		ErrorHandler: errs.Handle,
+	})
+	a, b := it.NewObjectRecorder[*unstructured.Unstructured](), it.NewObjectRecorder[*unstructured.Unstructured]()
+	if _, err := inf.AddHandler(a.Handler()); err != nil {
+		t.Fatal(err)
+	}
+	it.Run(t, inf)
 
 	// No CRD yet: NotFound, at once.
 	start := time.Now()
-	err := inf.WaitForSync(waitCtxFor(t, time.Minute))
+	err = inf.WaitForSync(waitCtxFor(t, time.Minute))
 	notFoundAfter := time.Since(start)
 	if !apierrors.IsNotFound(err) {
 		t.Fatalf("WaitForSync before the CRD exists = %v, want NotFound", err)
@@ -116,7 +123,7 @@ func TestCustomResources(t *testing.T) {
 		_ = dynAdmin.Resource(crdResource).Delete(context.Background(), "widgets."+group, metav1.DeleteOptions{})
 	})
 	crdCreated := time.Now()
-	eventually(t, time.Minute, "the CRD is Established", func() bool {
+	it.Eventually(t, "the CRD is Established", func() bool {
 		crd, err := dynAdmin.Resource(crdResource).Get(ctx, "widgets."+group, metav1.GetOptions{})
 		if err != nil {
 			return false
@@ -139,7 +146,7 @@ func TestCustomResources(t *testing.T) {
 		// Right after Established the resource may still be settling:
 		// retry a NotFound briefly.
 		var w *unstructured.Unstructured
-		eventually(t, 30*time.Second, "create a widget", func() bool {
+		it.Eventually(t, "create a widget", func() bool {
 			var err error
 			w, err = dynAdmin.Resource(gvr).Namespace(ns).Create(ctx,
 				widget(gv, ns, fmt.Sprintf("w-%d", i), int64(i), map[string]string{"color": []string{"red", "blue"}[i%2]}), metav1.CreateOptions{})
@@ -162,7 +169,7 @@ func TestCustomResources(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	syncedAfter := time.Since(crdCreated)
-	if _, err := inf.AddHandler(b.handler()); err != nil {
+	if _, err := inf.AddHandler(b.Handler()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -187,15 +194,11 @@ func TestCustomResources(t *testing.T) {
 		t.Fatal(err)
 	}
 	server := ptrs(list.Items)
-	want := stateOf(server)
+	want := it.StateOfObjects(server)
 	if len(want) != 8 {
 		t.Fatalf("server has %d widgets, want 8", len(want))
 	}
-	converge(t, inf, want, time.Minute)
-	a.waitFor(t, "a", want, time.Minute)
-	b.waitFor(t, "b", want, time.Minute)
-	a.check(t, "a", want)
-	b.check(t, "b", want)
+	it.ConvergeTo(t, want, inf.Store(), a, b)
 
 	// Lister: Get and List agree with the server.
 	for _, w := range server {
@@ -226,7 +229,7 @@ func TestCustomResources(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(stateOf(ptrs(srv.Items)), stateOf(got)); diff != "" {
+		if diff := cmp.Diff(it.StateOfObjects(ptrs(srv.Items)), it.StateOfObjects(got)); diff != "" {
 			t.Errorf("List(%q) differs from the server (-server +lister):\n%s", sel, diff)
 		}
 		gotNS, _ := inf.Lister().Namespace(nss[1]).List(s)
@@ -234,7 +237,7 @@ func TestCustomResources(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(stateOf(ptrs(srvNS.Items)), stateOf(gotNS)); diff != "" {
+		if diff := cmp.Diff(it.StateOfObjects(ptrs(srvNS.Items)), it.StateOfObjects(gotNS)); diff != "" {
 			t.Errorf("Namespace(%s).List(%q) differs from the server (-server +lister):\n%s", nss[1], sel, diff)
 		}
 	}
@@ -243,16 +246,16 @@ func TestCustomResources(t *testing.T) {
 	// the LIST's NotFound. The streaming list's NotFound before it is the
 	// same condition, not a second error.
 	reqs := counter.snapshot()
-	if n := errs.len(); n != reqs.ListCodes[404] {
+	if n := len(errs.All()); n != reqs.ListCodes[404] {
 		t.Errorf("%d errors reported (%s) for %d LIST requests answered NotFound (%s); want one per failed attempt",
-			n, errs.summary(), reqs.ListCodes[404], reqs)
+			n, errSummary(&errs), reqs.ListCodes[404], reqs)
 	}
 
-	st := inf.Stats()
+	st := inf.Status().Stats
 	t.Logf("figures: custom resources: NotFound after %v; CRD Established %v after create; informer synced %v after the CRD was created; "+
 		"stats %s; widgets %s; handler a %v, b %v; %s",
 		notFoundAfter.Round(time.Millisecond), established.Round(time.Millisecond), syncedAfter.Round(time.Millisecond),
-		statsString(st), counter.snapshot(), a.kinds(), b.kinds(), errs.summary())
+		statsString(st), counter.snapshot(), a.Kinds(), b.Kinds(), errSummary(&errs))
 	if st.Relists != 0 {
 		t.Errorf("I8: %s: want no relist once synced", statsString(st))
 	}

@@ -4,6 +4,11 @@
 //
 //	go test -tags integration -race -count=1 -v ./internal/integration/
 //
+// The suite uses the module's shared test harness, package informertest
+// (its recorder, Run, Eventually and ConvergeTo), and package leakcheck:
+// each test checks that it leaves no goroutine behind, and TestMain checks
+// the whole run once the shared cluster is stopped.
+//
 // Scenarios, each checking the invariants of RELIABILITY.md that apply
 // (I1 convergence, I2 last event is the truth, I3 no time travel, I4 no
 // phantom or duplicate Add, I5 no goroutine left after Run, I8 bounded LIST
@@ -14,7 +19,8 @@
 //   - TestChurn: 2,000 creates, updates and deletes under two handlers, one
 //     added before Run and one after sync.
 //   - TestAPIServerRestart: kube-apiserver restarted (same etcd) mid-churn;
-//     the informer reconnects, relists a bounded number of times and
+//     the informer reconnects (connection errors and 503s are retried from
+//     the same resourceVersion), relists a bounded number of times and
 //     converges; then stopped, etcd compacted, started: the re-watch gets
 //     410 Gone and the informer relists.
 //   - TestGoneAfterCompaction: the informer's watch is held back while pods
@@ -25,8 +31,13 @@
 //     streaming initial list and with LIST.
 //   - TestForbiddenThenGranted: an informer without RBAC reports Forbidden
 //     at once without a tight retry loop, syncs once a ClusterRole is
-//     bound, without a restart, and reports Forbidden again in its sync
-//     status when the binding is revoked.
+//     bound, without a restart, and reports Forbidden again in
+//     Status().LastError when the binding is revoked, without a relist.
+//   - TestRewatchAfterRevokeAndGrant: the binding is revoked while a watch
+//     is open; the re-watch is refused (403) and retried from the same
+//     resourceVersion; once the binding is back the informer watches again
+//     from it, without a relist, gets the changes of the gap as ordinary
+//     events, and LastError clears as soon as the watch is established.
 //   - TestBookmarksAndWatchList: the streaming initial list is used, watch
 //     bookmarks advance the resourceVersion of a quiet informer, and the
 //     LIST fallback (Options.NoWatchList) works.
@@ -38,5 +49,7 @@
 //
 // The tests log their measured figures (sync times, LIST and watch request
 // counts, informer Stats) with the prefix "figures:"; they assert only
-// bounded counts and correctness, never wall-clock times.
+// bounded counts and correctness, never wall-clock times. Random choices
+// (the churn's) come from a seed derived from the test's name, logged as
+// "random seed".
 package integration

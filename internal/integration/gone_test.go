@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/typedinformer/informer/cache"
+	it "github.com/typedinformer/informer/internal/informertest"
+	"github.com/typedinformer/informer/internal/leakcheck"
 	"github.com/typedinformer/informer/internal/testcluster"
 	"github.com/typedinformer/informer/source"
 	"github.com/typedinformer/informer/typed"
@@ -128,6 +130,7 @@ func (p *pausable[T]) waitBlocked(t *testing.T, bound time.Duration) metav1.List
 // seen; I1 and I2 hold. Both with the streaming initial list and with
 // LIST (Options.NoWatchList), on one cluster.
 func TestGoneAfterCompaction(t *testing.T) {
+	leakcheck.Check(t)
 	c := testcluster.Start(t, testcluster.Options{APIServerFlags: []string{"--watch-cache=false"}})
 	t.Run("streaming list", func(t *testing.T) { goneAfterCompaction(t, c, "gone-s", false) })
 	t.Run("LIST", func(t *testing.T) { goneAfterCompaction(t, c, "gone-l", true) })
@@ -152,34 +155,32 @@ func goneAfterCompaction(t *testing.T, c *testcluster.Cluster, prefix string, no
 
 	counter := newCounter(podsCollection)
 	cs := clientset(t, counter.wrap(c.AdminConfig()))
-	src := newPausable(source.FromClient[*corev1.Pod](cs.CoreV1().Pods(metav1.NamespaceAll)))
-	var errs errorLog
-	inf := typed.NewInformer[*corev1.Pod](src, typed.Options[*corev1.Pod]{ErrorHandler: errs.handle, NoWatchList: noWatchList})
-	a, b := newRecorder[*corev1.Pod](), newRecorder[*corev1.Pod]()
-	if _, err := inf.AddHandler(a.handler()); err != nil {
+	src := newPausable(podSource(t, cs, metav1.NamespaceAll))
+	var errs it.ErrSink
+	inf := newInformer[*corev1.Pod](t, src, typed.Options[*corev1.Pod]{ErrorHandler: errs.Handle, NoWatchList: noWatchList})
+	a, b := it.NewRecorder(), it.NewRecorder()
+	if _, err := inf.AddHandler(a.Handler()); err != nil {
 		t.Fatal(err)
 	}
-	run(t, inf)
+	it.Run(t, inf)
 	monitorRV(t, inf)
 	waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := inf.WaitForSync(waitCtx); err != nil {
 		t.Fatalf("WaitForSync: %v", err)
 	}
-	if _, err := inf.AddHandler(b.handler()); err != nil {
+	if _, err := inf.AddHandler(b.Handler()); err != nil {
 		t.Fatal(err)
 	}
-	want0 := stateOf(serverPods(ctx, t, admin, metav1.NamespaceAll, metav1.ListOptions{}))
-	converge(t, inf, want0, time.Minute)
-	a.waitFor(t, "a", want0, time.Minute)
-	b.waitFor(t, "b", want0, time.Minute)
-	statsBefore := inf.Stats()
+	want0 := serverState(ctx, t, admin, metav1.NamespaceAll)
+	it.ConvergeTo(t, want0, inf.Store(), a, b)
+	statsBefore := inf.Status().Stats
 	reqsBefore := counter.snapshot()
 
 	// (a) Cut the watch and hold the re-watch back.
 	src.PauseAndCut()
 	blocked := src.waitBlocked(t, time.Minute)
-	lastKnown := stateOf(inf.Store().List())
+	lastKnown := it.StateOfObjects(inf.Store().List())
 	if diff := cmp.Diff(want0, lastKnown); diff != "" {
 		t.Fatalf("cache changed before the gap (-server +cache):\n%s", diff)
 	}
@@ -241,25 +242,21 @@ func goneAfterCompaction(t *testing.T, c *testcluster.Cluster, prefix string, no
 	t.Logf("compacted etcd at revision %d", rev)
 	// A watch cut on purpose is no error (source.Watcher: Next returns
 	// ErrWatchClosed after Stop).
-	if errs.len() > 0 {
-		t.Errorf("errors reported for a cut watch: %s", errs.summary())
+	if len(errs.All()) > 0 {
+		t.Errorf("errors reported for a cut watch: %s", errSummary(&errs))
 	}
 
 	// (d) Resume: the re-watch from the old resourceVersion gets 410.
 	resumed := time.Now()
 	src.Resume()
-	want := stateOf(serverPods(ctx, t, admin, metav1.NamespaceAll, metav1.ListOptions{}))
-	converge(t, inf, want, 2*time.Minute)
+	want := serverState(ctx, t, admin, metav1.NamespaceAll)
+	it.ConvergeTo(t, want, inf.Store(), a, b)
 	convergeTook := time.Since(resumed)
-	a.waitFor(t, "a", want, time.Minute)
-	b.waitFor(t, "b", want, time.Minute)
-	a.check(t, "a", want)
-	b.check(t, "b", want)
 
-	for name, r := range map[string]*recorder[*corev1.Pod]{"a": a, "b": b} {
+	for name, r := range map[string]*it.Recorder{"a": a, "b": b} {
 		for _, k := range goneKeys {
-			var deletes []event
-			for _, e := range r.eventsOf(k) {
+			var deletes []it.Event
+			for _, e := range r.Events(k) {
 				if e.Kind == "delete" {
 					deletes = append(deletes, e)
 				}
@@ -271,13 +268,13 @@ func goneAfterCompaction(t *testing.T, c *testcluster.Cluster, prefix string, no
 			}
 		}
 		for _, k := range updatedKeys {
-			evs := r.eventsOf(k)
+			evs := r.Events(k)
 			if last := evs[len(evs)-1]; last.Kind != "update" || last.RV+"/"+string(last.UID) != want[k] {
 				t.Errorf("handler %s, %v updated in the gap: last event %+v, want an update to %s", name, k, last, want[k])
 			}
 		}
 		for _, k := range recreatedKeys {
-			evs := r.eventsOf(k)
+			evs := r.Events(k)
 			n := len(evs)
 			var deletes int
 			for _, e := range evs {
@@ -293,21 +290,21 @@ func goneAfterCompaction(t *testing.T, c *testcluster.Cluster, prefix string, no
 			}
 		}
 		for _, k := range ephemeral {
-			if evs := r.eventsOf(k); len(evs) != 0 {
+			if evs := r.Events(k); len(evs) != 0 {
 				t.Errorf("handler %s, %v created and deleted in the gap: events %+v, want none", name, k, evs)
 			}
 		}
 	}
 
-	st := inf.Stats()
+	st := inf.Status().Stats
 	reqs := counter.snapshot().sub(reqsBefore)
 	relists := st.Relists - statsBefore.Relists
 	watchRVs := counter.plainWatchRVs()
-	t.Logf("figures: 410 Gone: %d deleted, %d updated, %d re-created, %d created (%d of them deleted) in the gap; converged %v after resuming; "+
+	t.Logf("figures: 410 Gone: %d deleted, %d updated, %d re-created, %d created (%d of them deleted) in the gap; cache and handlers converged %v after resuming; "+
 		"stats before the gap %s, after %s (relists: %d); pods requests after the gap: %s; plain watches from RVs %v; "+
 		"handler a %v, b %v; %s",
 		len(goneKeys), len(updatedKeys), len(recreatedKeys), created, len(ephemeral), convergeTook.Round(time.Millisecond),
-		statsString(statsBefore), statsString(st), relists, reqs, watchRVs, a.kinds(), b.kinds(), errs.summary())
+		statsString(statsBefore), statsString(st), relists, reqs, watchRVs, a.Kinds(), b.Kinds(), errSummary(&errs))
 	// Exactly one relist: one LIST or one streaming list.
 	if relists != 1 || reqs.Lists+reqs.WatchLists != 1 {
 		t.Errorf("I8: %d relists (stats), %d LIST + %d streaming-list requests after the 410; want exactly one",

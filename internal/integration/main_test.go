@@ -4,21 +4,19 @@ package integration
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"maps"
 	"net/http"
 	"os"
 	"regexp"
-	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,7 +24,10 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/typedinformer/informer/cache"
+	it "github.com/typedinformer/informer/internal/informertest"
+	"github.com/typedinformer/informer/internal/leakcheck"
 	"github.com/typedinformer/informer/internal/testcluster"
+	"github.com/typedinformer/informer/source"
 	"github.com/typedinformer/informer/typed"
 )
 
@@ -40,17 +41,22 @@ var shared struct {
 	err  error
 }
 
+// TestMain runs the tests, stops the shared cluster, then fails the run if
+// a goroutine is left behind (I5; pooled HTTP connections are client-go's
+// and not counted). Each test also checks for leaks of its own
+// (leakcheck.Check) once its cleanups, its own cluster's included, ran.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if shared.c != nil {
-		if err := shared.c.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
+	leakcheck.MainWithTeardown(m, func() {
+		if shared.c != nil {
+			if err := shared.c.Stop(); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+			}
 		}
-	}
-	os.Exit(code)
+	})
 }
 
-// sharedCluster returns the shared cluster, starting it if needed.
+// sharedCluster returns the shared cluster, starting it if needed. Call it
+// before leakcheck.Check: the cluster's goroutines outlive the test.
 func sharedCluster(t *testing.T) *testcluster.Cluster {
 	t.Helper()
 	shared.once.Do(func() {
@@ -71,13 +77,24 @@ func sharedCluster(t *testing.T) *testcluster.Cluster {
 	return shared.c
 }
 
-// uniqueName returns prefix with a random suffix, so that namespaces and
-// cluster-scoped objects of the shared cluster never collide, also with
-// -count > 1.
+var nameSeq atomic.Int64
+
+// uniqueName returns prefix with a suffix unique in the test process, so
+// that namespaces and cluster-scoped objects of the shared cluster (which
+// lives as long as the process) never collide, also with -count > 1.
 func uniqueName(prefix string) string {
-	b := make([]byte, 3)
-	_, _ = rand.Read(b)
-	return prefix + "-" + hex.EncodeToString(b)
+	return fmt.Sprintf("%s-%d", prefix, nameSeq.Add(1))
+}
+
+// testSeed returns the seed of the test's random choices, derived from its
+// name, and logs it so a run can be told apart from another.
+func testSeed(t *testing.T) uint64 {
+	seed := uint64(42)
+	for _, c := range t.Name() {
+		seed = seed*31 + uint64(c)
+	}
+	t.Logf("random seed %d", seed)
+	return seed
 }
 
 // clientset returns a clientset for cfg with limits high enough for
@@ -104,6 +121,26 @@ func protobufClientset(t *testing.T, cfg *rest.Config) *kubernetes.Clientset {
 	return clientset(t, cfg)
 }
 
+// podSource is the source of the pods of ns (metav1.NamespaceAll: all).
+func podSource(t *testing.T, cs kubernetes.Interface, ns string) source.Source[*corev1.Pod] {
+	t.Helper()
+	src, err := source.FromClient[*corev1.Pod](cs.CoreV1().Pods(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// newInformer is typed.NewInformer, failing the test on error.
+func newInformer[T cache.Object](t *testing.T, src source.Source[T], opts typed.Options[T]) *typed.Informer[T] {
+	t.Helper()
+	inf, err := typed.NewInformer(src, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inf
+}
+
 // podsCollection matches the paths of the pods collection, cluster-wide or
 // in one namespace (not a single pod).
 var podsCollection = regexp.MustCompile(`^/api/v1/(namespaces/[^/]+/)?pods$`)
@@ -120,8 +157,15 @@ type requestCounter struct {
 	lists      int
 	watches    int
 	watchLists int
-	watchRVs   []string // resourceVersion of each plain watch, in order
+	watchLog   []watchReq // each plain watch, in order
 	listCodes  map[int]int
+}
+
+// watchReq is one plain watch request: its resourceVersion and the
+// status code of its answer (0 while pending or for a transport error).
+type watchReq struct {
+	RV   string
+	Code int
 }
 
 // counts is a snapshot of a requestCounter.
@@ -172,10 +216,19 @@ func (c *requestCounter) snapshot() counts {
 		ByCode: maps.Clone(c.byCode), ListCodes: maps.Clone(c.listCodes)}
 }
 
-func (c *requestCounter) plainWatchRVs() []string {
+// plainWatches returns the plain watch requests so far, in order.
+func (c *requestCounter) plainWatches() []watchReq {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return slices.Clone(c.watchRVs)
+	return slices.Clone(c.watchLog)
+}
+
+func (c *requestCounter) plainWatchRVs() []string {
+	var rvs []string
+	for _, w := range c.plainWatches() {
+		rvs = append(rvs, w.RV)
+	}
+	return rvs
 }
 
 type countingTransport struct {
@@ -187,7 +240,7 @@ func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	c := t.c
 	c.mu.Lock()
 	c.all++
-	isList := false
+	isList, watchIdx := false, -1
 	if req.Method == http.MethodGet && c.collection != nil && c.collection.MatchString(req.URL.Path) {
 		q := req.URL.Query()
 		switch {
@@ -198,7 +251,8 @@ func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 			c.watchLists++
 		default:
 			c.watches++
-			c.watchRVs = append(c.watchRVs, q.Get("resourceVersion"))
+			watchIdx = len(c.watchLog)
+			c.watchLog = append(c.watchLog, watchReq{RV: q.Get("resourceVersion")})
 		}
 	}
 	c.mu.Unlock()
@@ -211,6 +265,9 @@ func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	c.byCode[code]++
 	if isList {
 		c.listCodes[code]++
+	}
+	if watchIdx >= 0 {
+		c.watchLog[watchIdx].Code = code
 	}
 	c.mu.Unlock()
 	return resp, err
@@ -253,17 +310,6 @@ func seed(ctx context.Context, t *testing.T, cs kubernetes.Interface, pods []*co
 	return time.Since(start)
 }
 
-// state is key -> "rv/uid", what the invariants compare per object.
-type state map[cache.Key]string
-
-func stateOf[T cache.Object](objs []T) state {
-	s := state{}
-	for _, o := range objs {
-		s[cache.KeyOf(o)] = o.GetResourceVersion() + "/" + string(o.GetUID())
-	}
-	return s
-}
-
 func podPtrs(items []corev1.Pod) []*corev1.Pod {
 	out := make([]*corev1.Pod, len(items))
 	for i := range items {
@@ -283,34 +329,11 @@ func serverPods(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns s
 	return podPtrs(l.Items)
 }
 
-// eventually polls cond every 50ms until it holds. The bound only guards
-// against a hang; it is not a performance assertion.
-func eventually(t *testing.T, bound time.Duration, what string, cond func() bool) {
+// serverState is the server's pods of ns (all namespaces for
+// metav1.NamespaceAll) as the invariants compare them.
+func serverState(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string) it.State {
 	t.Helper()
-	deadline := time.Now().Add(bound)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %v waiting: %s", bound, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// converge waits until the informer's cache equals want (I1), and fails
-// with the difference if it never does.
-func converge[T cache.Object](t *testing.T, inf *typed.Informer[T], want state, bound time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(bound)
-	for {
-		got := stateOf(inf.Store().List())
-		if cmp.Equal(want, got) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("I1: cache did not converge within %v (-server +cache):\n%s", bound, truncate(cmp.Diff(want, got), 4000))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return it.StateOfObjects(serverPods(ctx, t, cs, ns, metav1.ListOptions{}))
 }
 
 func truncate(s string, n int) string {
@@ -320,95 +343,13 @@ func truncate(s string, n int) string {
 	return s[:n] + fmt.Sprintf("\n... (%d more bytes)", len(s)-n)
 }
 
-// run runs inf until the returned stop is called or the test ends. stop
-// checks that Run returns nil promptly (I6) and that no goroutine of the
-// module is left behind (I5).
-func run[T cache.Object](t *testing.T, inf *typed.Informer[T]) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- inf.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Run returned %v, want nil", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Errorf("I6: Run did not return within 30s of cancel")
-				return
-			}
-			checkNoInformerGoroutines(t)
-		})
-	}
-	t.Cleanup(stop)
-	return stop
-}
-
-// ourPackages are the packages whose goroutines must all end with Run.
-var ourPackages = []string{
-	"github.com/typedinformer/informer/typed.",
-	"github.com/typedinformer/informer/internal/reflector.",
-	"github.com/typedinformer/informer/fifo.",
-	"github.com/typedinformer/informer/source.",
-	"github.com/typedinformer/informer/cache.",
-	"github.com/typedinformer/informer/handler.",
-}
-
-// checkNoInformerGoroutines fails t if, a few seconds after Run returned, a
-// goroutine still runs code of the informer's packages (I5). Pooled HTTP
-// connections are client-go's and not checked.
-func checkNoInformerGoroutines(t *testing.T) {
-	t.Helper()
-	var left []string
-	for range 100 {
-		left = left[:0]
-		buf := make([]byte, 8<<20)
-		buf = buf[:runtime.Stack(buf, true)]
-		for _, g := range strings.Split(string(buf), "\n\n") {
-			for _, p := range ourPackages {
-				if strings.Contains(g, p) {
-					left = append(left, g)
-					break
-				}
-			}
-		}
-		if len(left) == 0 {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Errorf("I5: %d goroutine(s) of the informer left after Run returned:\n\n%s", len(left), truncate(strings.Join(left, "\n\n"), 8000))
-}
-
-// errorLog collects the errors an informer reports, for the test log.
-type errorLog struct {
-	mu   sync.Mutex
-	errs []error
-}
-
-func (l *errorLog) handle(err error) {
-	l.mu.Lock()
-	l.errs = append(l.errs, err)
-	l.mu.Unlock()
-}
-
-func (l *errorLog) len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.errs)
-}
-
-// summary is the number of errors and the first few distinct messages.
-func (l *errorLog) summary() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// errSummary is the number of errors an informer reported and the first
+// few distinct messages, for the test log.
+func errSummary(s *it.ErrSink) string {
+	errs := s.All()
 	seen := map[string]bool{}
 	var first []string
-	for _, err := range l.errs {
+	for _, err := range errs {
 		msg := err.Error()
 		if len(msg) > 200 {
 			msg = msg[:200] + "..."
@@ -418,13 +359,18 @@ func (l *errorLog) summary() string {
 			first = append(first, msg)
 		}
 	}
-	return fmt.Sprintf("%d reported errors %q", len(l.errs), first)
+	return fmt.Sprintf("%d reported errors %q", len(errs), first)
 }
 
 // statsString formats informer stats for the figures.
 func statsString(s typed.Stats) string {
 	return fmt.Sprintf("Lists=%d WatchLists=%d Relists=%d Watches=%d Events=%d Bookmarks=%d Errors=%d",
 		s.Lists, s.WatchLists, s.Relists, s.Watches, s.Events, s.Bookmarks, s.Errors)
+}
+
+func rvNum(rv string) int64 {
+	n, _ := strconv.ParseInt(rv, 10, 64)
+	return n
 }
 
 // monitorRV samples inf's LastSyncResourceVersion every 5ms until the test
@@ -458,4 +404,11 @@ func monitorRV[T cache.Object](t *testing.T, inf *typed.Informer[T]) {
 		close(done)
 		<-stopped
 	})
+}
+
+// waitCtxFor returns a context that ends after d or with the test.
+func waitCtxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	t.Cleanup(cancel)
+	return ctx
 }

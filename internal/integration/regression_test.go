@@ -73,7 +73,10 @@ func (s stubPods) Watch(context.Context, metav1.ListOptions) (watch.Interface, e
 // TestGoneAfterCompaction, whose test source cuts the informer's watch.
 func TestWatcherStopDuringNext(t *testing.T) {
 	fw := newStopRacingWatch()
-	src := source.FromClient[*corev1.Pod](stubPods{w: fw})
+	src, err := source.FromClient[*corev1.Pod](stubPods{w: fw})
+	if err != nil {
+		t.Fatal(err)
+	}
 	w, err := src.Watch(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +96,7 @@ func TestWatcherStopDuringNext(t *testing.T) {
 	select {
 	case r := <-got:
 		if !errors.Is(r.err, source.ErrWatchClosed) {
-			t.Errorf("Next during Stop = (%s event, err %v; event error %v), want ErrWatchClosed", r.ev.Type, r.err, r.ev.Err)
+			t.Errorf("Next during Stop = (%s event, err %v), want ErrWatchClosed", r.ev.Type, r.err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Next did not return after Stop")

@@ -16,8 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/typedinformer/informer/cache"
+	it "github.com/typedinformer/informer/internal/informertest"
+	"github.com/typedinformer/informer/internal/leakcheck"
 	"github.com/typedinformer/informer/internal/testcluster"
-	"github.com/typedinformer/informer/source"
 	"github.com/typedinformer/informer/typed"
 )
 
@@ -30,6 +31,7 @@ func TestInitialSync(t *testing.T) {
 		perNS      = 500
 		workers    = 16
 	)
+	leakcheck.Check(t)
 	c := testcluster.Start(t, testcluster.Options{})
 	ctx := t.Context()
 	admin := protobufClientset(t, c.AdminConfig())
@@ -55,46 +57,49 @@ func TestInitialSync(t *testing.T) {
 
 	counter := newCounter(podsCollection)
 	cs := clientset(t, counter.wrap(c.AdminConfig()))
-	var errs errorLog
-	inf := typed.NewInformer(source.FromClient[*corev1.Pod](cs.CoreV1().Pods(metav1.NamespaceAll)),
-		typed.Options[*corev1.Pod]{ErrorHandler: errs.handle})
-	rec := newRecorder[*corev1.Pod]()
-	reg, err := inf.AddHandler(rec.handler())
+	var errs it.ErrSink
+	inf := newInformer(t, podSource(t, cs, metav1.NamespaceAll), typed.Options[*corev1.Pod]{ErrorHandler: errs.Handle})
+	rec := it.NewRecorder()
+	reg, err := inf.AddHandler(rec.Handler())
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	stop := run(t, inf)
+	stop := it.Run(t, inf)
 	waitCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	if err := inf.WaitForSync(waitCtx); err != nil {
 		t.Fatalf("WaitForSync: %v", err)
 	}
 	syncTook := time.Since(start)
-	if !typed.WaitForCacheSync(waitCtx, reg.HasSynced) {
-		t.Fatal("handler did not sync")
+	if err := inf.Run(ctx); !errors.Is(err, typed.ErrRunning) {
+		t.Errorf("a second Run while running = %v, want ErrRunning", err)
+	}
+	if err := typed.WaitForCacheSync(waitCtx, reg); err != nil {
+		t.Fatalf("handler did not sync: %v", err)
 	}
 	handlerTook := time.Since(start)
 
 	// Nothing writes pods any more: the cache must equal the server now,
 	// not eventually.
 	server := serverPods(ctx, t, admin, metav1.NamespaceAll, metav1.ListOptions{})
-	want := stateOf(server)
+	want := it.StateOfObjects(server)
 	if len(want) != len(pods) {
 		t.Fatalf("server has %d pods, want %d", len(want), len(pods))
 	}
-	if diff := cmp.Diff(want, stateOf(inf.Store().List())); diff != "" {
+	if diff := cmp.Diff(want, it.StateOfObjects(inf.Store().List())); diff != "" {
 		t.Fatalf("I1: cache after sync differs from the server (-server +cache):\n%s", truncate(diff, 4000))
 	}
-	rec.check(t, "a", want)
-	for k, evs := range rec.events {
+	rec.Check(t, want)
+	for k, evs := range rec.All() {
 		if len(evs) != 1 || evs[0].Kind != "add" || !evs[0].Initial {
 			t.Errorf("%v: events %+v, want exactly one initial Add", k, evs)
 			break
 		}
 	}
-	if st := inf.SyncStatus(); !st.Synced || st.LastError != nil || st.ResourceVersion == "" {
-		t.Errorf("SyncStatus after sync = %+v", st)
+	if st := inf.Status(); !inf.HasSynced() || st.LastError != nil || !st.StaleSince.IsZero() || inf.LastSyncResourceVersion() == "" {
+		t.Errorf("after sync: HasSynced %v, LastSyncResourceVersion %q, Status %+v; want synced, a version and no error",
+			inf.HasSynced(), inf.LastSyncResourceVersion(), st)
 	}
 
 	// Lister: cluster-wide and per-namespace selectors agree with the
@@ -109,8 +114,8 @@ func TestInitialSync(t *testing.T) {
 		if err != nil {
 			t.Fatalf("List(%q): %v", s, err)
 		}
-		wantSel := stateOf(serverPods(ctx, t, admin, metav1.NamespaceAll, metav1.ListOptions{LabelSelector: s}))
-		if diff := cmp.Diff(wantSel, stateOf(got)); diff != "" {
+		wantSel := it.StateOfObjects(serverPods(ctx, t, admin, metav1.NamespaceAll, metav1.ListOptions{LabelSelector: s}))
+		if diff := cmp.Diff(wantSel, it.StateOfObjects(got)); diff != "" {
 			t.Errorf("Lister().List(%q) differs from the server (-server +lister):\n%s", s, truncate(diff, 2000))
 		}
 		if len(got) != len(wantSel) {
@@ -121,8 +126,8 @@ func TestInitialSync(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Namespace(%s).List(%q): %v", ns, s, err)
 			}
-			wantNS := stateOf(serverPods(ctx, t, admin, ns, metav1.ListOptions{LabelSelector: s}))
-			if diff := cmp.Diff(wantNS, stateOf(got)); diff != "" {
+			wantNS := it.StateOfObjects(serverPods(ctx, t, admin, ns, metav1.ListOptions{LabelSelector: s}))
+			if diff := cmp.Diff(wantNS, it.StateOfObjects(got)); diff != "" {
 				t.Errorf("Namespace(%s).List(%q) differs from the server (-server +lister):\n%s", ns, s, truncate(diff, 2000))
 			}
 		}
@@ -153,20 +158,20 @@ func TestInitialSync(t *testing.T) {
 		t.Errorf("Get in another namespace = %v, want NotFound", err)
 	}
 
-	st := inf.Stats()
+	st := inf.Status().Stats
 	reqs := counter.snapshot()
 	t.Logf("figures: initial sync of %d pods: WaitForSync after %v, handler synced after %v; stats %s; pods %s; %s",
-		len(want), syncTook.Round(time.Millisecond), handlerTook.Round(time.Millisecond), statsString(st), reqs, errs.summary())
+		len(want), syncTook.Round(time.Millisecond), handlerTook.Round(time.Millisecond), statsString(st), reqs, errSummary(&errs))
 	// I8: one initial list (streaming or LIST), no relist; a streaming list
 	// the server refuses falls back to exactly one LIST.
-	if st.Relists != 0 || st.Lists+st.WatchLists > 2 || (st.WatchLists == 1 && st.Lists > 0 && errs.len() == 0) {
+	if st.Relists != 0 || st.Lists+st.WatchLists > 2 || (st.WatchLists == 1 && st.Lists > 0 && len(errs.All()) == 0) {
 		t.Errorf("I8: %s, want one initial list and no relist", statsString(st))
 	}
 	if reqs.Lists+reqs.WatchLists > 2 {
 		t.Errorf("I8: %d LIST and %d streaming-list requests for one initial sync", reqs.Lists, reqs.WatchLists)
 	}
 	stop()
-	if _, err := inf.AddHandler(rec.handler()); !errors.Is(err, typed.ErrStopped) {
+	if _, err := inf.AddHandler(rec.Handler()); !errors.Is(err, typed.ErrStopped) {
 		t.Errorf("AddHandler after Run returned: %v, want ErrStopped", err)
 	}
 }

@@ -39,6 +39,30 @@ func Main(m *testing.M) {
 	os.Exit(run(m, os.Stderr, 100, 50*time.Millisecond))
 }
 
+// MainWithTeardown is Main for a package whose tests share fixtures that
+// outlive each test (a test cluster started on first use, say): it runs
+// the tests, then teardown, which stops the fixtures and waits for their
+// goroutines, then checks for leaks as Main does.
+//
+//	func TestMain(m *testing.M) { leakcheck.MainWithTeardown(m, stopShared) }
+func MainWithTeardown(m *testing.M, teardown func()) {
+	os.Exit(run(withTeardown{m: m, teardown: teardown}, os.Stderr, 100, 50*time.Millisecond))
+}
+
+// withTeardown runs teardown after m, whatever m's result.
+type withTeardown struct {
+	m        runner
+	teardown func()
+}
+
+func (w withTeardown) Run() int {
+	code := w.m.Run()
+	if w.teardown != nil {
+		w.teardown()
+	}
+	return code
+}
+
 // runner is what Main needs of a *testing.M.
 type runner interface{ Run() int }
 

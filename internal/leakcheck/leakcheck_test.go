@@ -49,3 +49,17 @@ func TestRun(t *testing.T) {
 		})
 	}
 }
+
+// TestRunWithTeardown: teardown runs after the tests and before the check,
+// so what it stops is not reported; it runs after failing tests too.
+func TestRunWithTeardown(t *testing.T) {
+	for _, code := range []int{0, 3} {
+		m := &fakeM{code: code, leak: true, release: make(chan struct{})}
+		tornDown := false
+		var out strings.Builder
+		got := run(withTeardown{m: m, teardown: func() { tornDown = true; close(m.release) }}, &out, 100, 10*time.Millisecond)
+		if got != code || !tornDown {
+			t.Errorf("code %d: run() = %d, teardown ran: %v; want %d, true; output:\n%s", code, got, tornDown, code, out.String())
+		}
+	}
+}

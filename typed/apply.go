@@ -1,0 +1,231 @@
+package typed
+
+import (
+	"context"
+
+	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/fifo"
+)
+
+// applier is the informer's one writer: it pops batches of deltas, applies
+// them to the cache and hands each handler the resulting notifications.
+// Its state belongs to the goroutine that runs it.
+type applier[T cache.Object] struct {
+	inf     *Informer[T]
+	changes []cache.Change[T]
+	notes   []notification[T]
+	synced  bool // the first list is applied
+
+	// The list being collected between ReplaceStart and ReplaceEnd.
+	listing bool
+	listed  map[cache.Key]int // key -> index in list
+	list    []cache.Entry[T]  // in order of first appearance; zero Key: removed
+}
+
+// run applies deltas until ctx ends or the queue is closed.
+func (a *applier[T]) run(ctx context.Context) error {
+	for ctx.Err() == nil {
+		ds, err := a.inf.queue.Pop(ctx)
+		if err != nil {
+			return nil // ctx ended or the queue was closed: the run is over
+		}
+		for i := range ds {
+			a.take(&ds[i])
+		}
+		a.flush()
+	}
+	return nil
+}
+
+// take handles one delta. Watch changes accumulate and are applied
+// together at the next marker or at the end of the batch.
+func (a *applier[T]) take(d *fifo.Delta[T]) {
+	switch d.Type {
+	case fifo.Added, fifo.Updated, fifo.Deleted:
+		if a.listing {
+			a.collect(d)
+			return
+		}
+		a.changes = append(a.changes, cache.Change[T]{Entry: d.Entry, Delete: d.Type == fifo.Deleted})
+	case fifo.ReplaceStart:
+		a.flush()
+		a.startList()
+	case fifo.Replaced:
+		if !a.listing {
+			a.flush()
+			a.startList()
+		}
+		a.collect(d)
+	case fifo.ReplaceEnd:
+		a.flush()
+		if !a.listing {
+			a.startList() // an empty list without its start
+		}
+		a.applyList()
+	case fifo.Sync:
+		a.flush()
+		a.resync()
+	}
+}
+
+func (a *applier[T]) startList() {
+	a.listing = true
+	a.list = shrink(a.list)
+	a.listed = map[cache.Key]int{}
+}
+
+// collect adds a listed object to the list being built, or removes one
+// (a deletion inside a streaming list). An object the cache already holds
+// at the same version is replaced by the cached one at once, so the copy
+// the source just decoded can be freed before the list is complete: a
+// relist of unchanged objects never holds two copies of them.
+func (a *applier[T]) collect(d *fifo.Delta[T]) {
+	k := d.Key
+	if d.Type == fifo.Deleted {
+		if i, ok := a.listed[k]; ok {
+			a.list[i] = cache.Entry[T]{}
+			delete(a.listed, k)
+		}
+		return
+	}
+	e := d.Entry
+	if held, ok := a.inf.writer.Entry(k); ok && sameVersion(held.Object, e.Object) {
+		e = held
+	}
+	if i, ok := a.listed[k]; ok {
+		a.list[i] = e // the later one wins
+		return
+	}
+	a.listed[k] = len(a.list)
+	a.list = append(a.list, e)
+}
+
+// sameVersion reports two states of one object at one resourceVersion.
+func sameVersion[T cache.Object](a, b T) bool {
+	rv := a.GetResourceVersion()
+	return rv != "" && rv == b.GetResourceVersion() && a.GetUID() == b.GetUID()
+}
+
+// flush applies the pending watch changes as one write and notifies.
+func (a *applier[T]) flush() {
+	if len(a.changes) == 0 {
+		return
+	}
+	rev, err := a.inf.writer.Apply(a.changes)
+	if err != nil {
+		a.inf.reportAsync(err)
+	}
+	for i := range a.changes {
+		c := &a.changes[i]
+		switch {
+		case c.Delete:
+			if c.Existed {
+				obj := c.Object
+				var zero T
+				if obj == zero {
+					obj = c.Prev
+				}
+				a.note(notification[T]{kind: notifyDelete, key: c.Key, obj: obj})
+			}
+		case c.Existed:
+			a.noteUpdate(c.Key, c.Prev, c.Object, false)
+		default:
+			a.note(notification[T]{kind: notifyAdd, key: c.Key, obj: c.Object})
+		}
+	}
+	a.changes = shrink(a.changes)
+	a.dispatch(rev, false)
+}
+
+// applyList makes the cache hold exactly the collected list, as one write:
+// the objects the list lacks are deleted (final state unknown), the listed
+// ones set. Handlers then hear the deletions first, then each listed
+// object in list order, as client-go's RealFIFO delivers a relist.
+func (a *applier[T]) applyList() {
+	a.listing = false
+	for _, k := range a.inf.store.ListKeys() {
+		if _, ok := a.listed[k]; !ok {
+			a.changes = append(a.changes, cache.Change[T]{Entry: cache.Entry[T]{Key: k}, Delete: true})
+		}
+	}
+	deletions := len(a.changes)
+	for _, e := range a.list {
+		if e.Key != (cache.Key{}) {
+			a.changes = append(a.changes, cache.Change[T]{Entry: e})
+		}
+	}
+	a.list, a.listed = shrink(a.list), nil
+	rev, err := a.inf.writer.Apply(a.changes)
+	if err != nil {
+		a.inf.reportAsync(err)
+	}
+	first := !a.synced
+	for i := range a.changes {
+		c := &a.changes[i]
+		switch {
+		case i < deletions:
+			if c.Existed {
+				a.note(notification[T]{kind: notifyDelete, key: c.Key, obj: c.Prev, fsu: true})
+			}
+		case c.Existed:
+			a.noteUpdate(c.Key, c.Prev, c.Object, first)
+		default:
+			a.note(notification[T]{kind: notifyAdd, key: c.Key, obj: c.Object, initial: first})
+		}
+	}
+	a.changes = shrink(a.changes)
+	if first {
+		a.inf.listedRev.Store(rev)
+	}
+	a.dispatch(rev, first)
+	if first {
+		a.synced = true
+		close(a.inf.synced)
+	}
+}
+
+// noteUpdate notes an update of k from old to cur: an Update, or, when the
+// two have different UIDs (the object was deleted and re-created while the
+// watch was down), a Delete of the old one and an Add of the new one.
+func (a *applier[T]) noteUpdate(k cache.Key, old, cur T, initial bool) {
+	if o, c := old.GetUID(), cur.GetUID(); o != "" && c != "" && o != c {
+		a.note(notification[T]{kind: notifyDelete, key: k, obj: old, fsu: true})
+		a.note(notification[T]{kind: notifyAdd, key: k, obj: cur, initial: initial})
+		return
+	}
+	a.note(notification[T]{kind: notifyUpdate, key: k, old: old, obj: cur})
+}
+
+// resync gives every handler OnUpdate(obj, obj) for every cached object.
+func (a *applier[T]) resync() {
+	objs, rev := a.inf.store.Snapshot()
+	for _, obj := range objs {
+		a.note(notification[T]{kind: notifyUpdate, key: cache.KeyOf(obj), old: obj, obj: obj})
+	}
+	a.dispatch(rev, false)
+}
+
+func (a *applier[T]) note(n notification[T]) { a.notes = append(a.notes, n) }
+
+// dispatch hands the noted notifications to every listener.
+func (a *applier[T]) dispatch(rev uint64, first bool) {
+	if len(a.notes) > 0 || first {
+		for _, l := range *a.inf.handlers.Load() {
+			l.push(a.notes, rev, first)
+		}
+	}
+	a.notes = shrink(a.notes)
+}
+
+// keepCap is the largest buffer kept for reuse; a list of 100k objects
+// must not leave 100k-entry buffers behind for the informer's lifetime.
+const keepCap = 4096
+
+// shrink empties s for reuse, or drops it if it grew large.
+func shrink[E any](s []E) []E {
+	if cap(s) > keepCap {
+		return nil
+	}
+	clear(s)
+	return s[:0]
+}

@@ -1,0 +1,284 @@
+package typed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"k8s.io/klog/v2"
+
+	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/fifo"
+	"github.com/typedinformer/informer/internal/reflector"
+	"github.com/typedinformer/informer/source"
+)
+
+// Errors of the informer.
+var (
+	// ErrStopped is returned by Run, AddHandler and waits once Run has
+	// returned: an informer runs once.
+	ErrStopped = errors.New("typed: informer stopped")
+	// ErrRunning is returned by Run while the informer is already running.
+	ErrRunning = errors.New("typed: informer already running")
+	// ErrHandlerPanic wraps the value of a recovered handler panic.
+	ErrHandlerPanic = errors.New("typed: handler panicked")
+	// ErrTransformPanic wraps the value of a recovered Options.Transform
+	// panic.
+	ErrTransformPanic = errors.New("typed: transform panicked")
+	// ErrUnknownHandler is returned by RemoveHandler for a registration of
+	// another informer, or one already removed.
+	ErrUnknownHandler = errors.New("typed: unknown handler registration")
+	// ErrRemoved is the wait error of a registration whose handler was
+	// removed before it synced.
+	ErrRemoved = errors.New("typed: handler removed")
+)
+
+// queueLen bounds the informer's queue: when the writer falls behind, the
+// reflector waits rather than hold more decoded objects than the writer
+// can free (a relist of unchanged objects frees each copy as the writer
+// takes it).
+const queueLen = 4 * fifo.DefaultMaxBatch
+
+// state is an informer's lifecycle: idle until Run, running, then stopped
+// for good.
+type state uint8
+
+const (
+	idle state = iota
+	running
+	stopped
+)
+
+// Informer keeps a typed cache of one resource in step with a source and
+// notifies handlers. Create it with [NewInformer]; run it with Run.
+type Informer[T cache.Object] struct {
+	name   string
+	opts   Options[T]
+	writer *cache.Writer[T]
+	store  *cache.Store[T]
+	queue  *fifo.Queue[T]
+	refl   *reflector.Reflector[T]
+
+	// handlers is the current set of listeners, copied on write under mu
+	// and read by the writer without a lock.
+	handlers atomic.Pointer[[]*listener[T]]
+	// listedRev is the store revision of the first list, 0 until then.
+	listedRev atomic.Uint64
+	synced    chan struct{} // closed by the writer once the first list is applied
+	done      chan struct{} // closed when Run returns
+	errs      chan error    // errors found by the writer, reported by Run
+	logger    atomic.Pointer[klog.Logger]
+
+	mu        sync.Mutex
+	state     state
+	regs      map[*Registration]*listener[T]
+	nextID    int
+	listeners sync.WaitGroup // listener goroutines
+}
+
+// NewInformer returns an informer for the objects of src. It does nothing
+// until Run. It fails for a nil source and for invalid indexes.
+func NewInformer[T cache.Object](src source.Source[T], opts Options[T]) (*Informer[T], error) {
+	if err := source.Check(src); err != nil {
+		return nil, fmt.Errorf("typed: NewInformer: %w", err)
+	}
+	res := source.ResourceOf(src)
+	if !opts.Resource.Empty() {
+		res.GroupResource = opts.Resource
+	}
+	if opts.Scope != cache.ScopeUnknown {
+		res.Scope = opts.Scope
+	}
+	name := opts.Name
+	if name == "" {
+		name = res.String()
+	}
+	if name == "" {
+		name = "objects"
+	}
+	w, err := cache.NewWriter(cache.Options[T]{
+		Indexers: opts.Indexers, LabelIndexes: opts.LabelIndexes,
+		Resource: res.GroupResource, Scope: res.Scope,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("typed: informer %s: %w", name, err)
+	}
+	inf := &Informer[T]{
+		name: name, opts: opts, writer: w, store: w.Store(),
+		queue:  fifo.New[T](fifo.Options{MaxLen: queueLen}),
+		synced: make(chan struct{}), done: make(chan struct{}), errs: make(chan error, 16),
+		regs: map[*Registration]*listener[T]{},
+	}
+	inf.handlers.Store(&[]*listener[T]{})
+	inf.refl = reflector.New[T](src, inf.queue, reflector.Options[T]{
+		Name:            name,
+		PageSize:        opts.PageSize,
+		NoWatchList:     opts.NoWatchList,
+		MinWatchTimeout: opts.MinWatchTimeout,
+		Prepare:         inf.prepare,
+	})
+	return inf, nil
+}
+
+// Name returns the informer's name, as errors and logs give it.
+func (inf *Informer[T]) Name() string { return inf.name }
+
+// Run starts the informer and blocks until ctx ends; it then stops every
+// goroutine it started and returns nil. It returns an error when the
+// informer cannot go on: the source refused the first list as a malformed
+// request, which no retry can fix. Run returns ErrRunning while the
+// informer runs and ErrStopped after it ran.
+func (inf *Informer[T]) Run(ctx context.Context) error {
+	inf.mu.Lock()
+	switch inf.state {
+	case running:
+		inf.mu.Unlock()
+		return ErrRunning
+	case stopped:
+		inf.mu.Unlock()
+		return ErrStopped
+	}
+	inf.state = running
+	logger := klog.FromContext(ctx)
+	inf.logger.Store(&logger)
+	for _, l := range *inf.handlers.Load() {
+		inf.startListener(l)
+	}
+	inf.mu.Unlock()
+
+	g, gctx := errgroup.WithContext(ctx)
+	stopQueue := context.AfterFunc(gctx, inf.queue.Close) // wakes a reflector waiting for room
+	defer stopQueue()
+	g.Go(func() error {
+		if err := inf.refl.Run(gctx); err != nil {
+			return fmt.Errorf("informer %s: %w", inf.name, err)
+		}
+		return nil
+	})
+	app := &applier[T]{inf: inf}
+	g.Go(func() error { return app.run(gctx) })
+	g.Go(func() error { inf.reportLoop(gctx); return nil })
+	if inf.opts.ResyncPeriod > 0 {
+		g.Go(func() error { inf.resyncLoop(gctx); return nil })
+	}
+	err := g.Wait()
+	inf.queue.Close()
+
+	inf.mu.Lock()
+	inf.state = stopped
+	hs := *inf.handlers.Load()
+	inf.mu.Unlock()
+	for _, l := range hs {
+		l.shutdown()
+	}
+	inf.listeners.Wait()
+	close(inf.done)
+	return err
+}
+
+// startListener starts l's goroutine; the caller holds mu while running.
+func (inf *Informer[T]) startListener(l *listener[T]) {
+	inf.listeners.Add(1)
+	go func() {
+		defer inf.listeners.Done()
+		l.run()
+	}()
+}
+
+// reportLoop hands the errors of the reflector and the writer to
+// handleError, on this goroutine, with no lock held.
+func (inf *Informer[T]) reportLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case err := <-inf.refl.Errors():
+			inf.handleError(fmt.Errorf("informer %s: %w", inf.name, err))
+		case err := <-inf.errs:
+			inf.handleError(fmt.Errorf("informer %s: %w", inf.name, err))
+		}
+	}
+}
+
+// reportAsync queues an error of the writer for reportLoop.
+func (inf *Informer[T]) reportAsync(err error) {
+	select {
+	case inf.errs <- err:
+	default:
+		inf.log().Error(err, "informer error (error queue full)", "informer", inf.name)
+	}
+}
+
+// handleError passes err to Options.ErrorHandler, or logs it. A panicking
+// ErrorHandler is recovered and logged.
+func (inf *Informer[T]) handleError(err error) {
+	if inf.opts.ErrorHandler == nil {
+		inf.log().Error(err, "informer error", "informer", inf.name)
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			inf.log().Error(fmt.Errorf("%v", r), "Options.ErrorHandler panicked", "informer", inf.name, "handling", err.Error())
+		}
+	}()
+	inf.opts.ErrorHandler(err)
+}
+
+func (inf *Informer[T]) log() klog.Logger {
+	if l := inf.logger.Load(); l != nil {
+		return *l
+	}
+	return klog.Background()
+}
+
+func (inf *Informer[T]) resyncLoop(ctx context.Context) {
+	t := time.NewTicker(inf.opts.ResyncPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if inf.queue.Push(fifo.Delta[T]{Type: fifo.Sync}) != nil {
+				return
+			}
+		}
+	}
+}
+
+// Store returns the read side of the cache.
+func (inf *Informer[T]) Store() *cache.Store[T] { return inf.store }
+
+// Lister returns the typed lister over the cache.
+func (inf *Informer[T]) Lister() *cache.Lister[T] { return inf.store.Lister() }
+
+// AddIndexers adds custom indexes to the cache, also after it is filled and
+// while the informer runs (see cache.Writer.AddIndexers).
+func (inf *Informer[T]) AddIndexers(indexers cache.Indexers[T]) error {
+	if err := inf.writer.AddIndexers(indexers); err != nil {
+		return fmt.Errorf("typed: informer %s: %w", inf.name, err)
+	}
+	return nil
+}
+
+// LastSyncResourceVersion is the resourceVersion of the last list or event
+// the informer took from its source (the cache may not have applied it
+// yet).
+func (inf *Informer[T]) LastSyncResourceVersion() string {
+	return inf.refl.LastSyncResourceVersion()
+}
+
+// HasSynced reports whether the initial list is in the cache. Handlers may
+// still be processing it: see Registration.HasSynced.
+func (inf *Informer[T]) HasSynced() bool {
+	select {
+	case <-inf.synced:
+		return true
+	default:
+		return false
+	}
+}

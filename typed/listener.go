@@ -1,0 +1,211 @@
+package typed
+
+import (
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/handler"
+)
+
+// notifyKind says which handler method a notification calls.
+type notifyKind uint8
+
+const (
+	notifyAdd notifyKind = iota + 1
+	notifyUpdate
+	notifyDelete
+	// notifySynced marks the end of the handler's initial notifications.
+	notifySynced
+)
+
+// notification is one pending handler call, stored by value: queuing it
+// allocates nothing once the buffers have grown.
+type notification[T cache.Object] struct {
+	kind    notifyKind
+	initial bool // an Add of the initial list
+	fsu     bool // Delete with final state unknown
+	key     cache.Key
+	old     T
+	obj     T
+}
+
+// pushed is a batch that arrived before the listener's snapshot was taken.
+type pushed[T cache.Object] struct {
+	ns    []notification[T]
+	rev   uint64
+	first bool
+}
+
+// listener runs one handler on its own goroutine, fed by a buffer that the
+// writer fills a batch at a time. Every batch carries the store revision it
+// produced; a listener added while the informer runs starts from a
+// snapshot of the store at some revision and drops the batches that
+// snapshot already holds, so it sees every change exactly once.
+type listener[T cache.Object] struct {
+	h       handler.Handler[T]
+	name    string
+	onPanic func(error)
+
+	mu      sync.Mutex
+	ready   bool        // the snapshot is in buf
+	initRev uint64      // the snapshot's revision
+	marked  bool        // the sync marker is queued
+	early   []pushed[T] // batches pushed before the snapshot
+	buf     []notification[T]
+	spare   []notification[T]
+
+	wake     chan struct{}
+	stop     chan struct{} // closed by shutdown
+	stopOnce sync.Once
+	synced   chan struct{} // closed when the handler has handled its initial notifications
+	removed  atomic.Bool
+	depth    atomic.Int64
+	panics   atomic.Int64
+}
+
+func newListener[T cache.Object](h handler.Handler[T], name string, onPanic func(error)) *listener[T] {
+	return &listener[T]{
+		h: h, name: name, onPanic: onPanic,
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), synced: make(chan struct{}),
+	}
+}
+
+// start queues the listener's snapshot: an Add (initial) for each object of
+// the store at revision rev, and the sync marker if the informer's first
+// list (at revision listed, 0 if none yet) is in it. Batches pushed
+// earlier are then queued as push would have.
+func (l *listener[T]) start(objs []T, rev, listed uint64) {
+	l.mu.Lock()
+	l.initRev = rev
+	n := len(l.buf)
+	for _, obj := range objs {
+		l.buf = append(l.buf, notification[T]{kind: notifyAdd, initial: true, key: cache.KeyOf(obj), obj: obj})
+	}
+	l.depth.Add(int64(len(l.buf) - n))
+	if listed != 0 && listed <= rev {
+		l.markLocked()
+	}
+	l.ready = true
+	for _, p := range l.early {
+		l.appendLocked(p.ns, p.rev, p.first)
+	}
+	l.early = nil
+	l.mu.Unlock()
+	l.signal()
+}
+
+// push queues a batch of notifications that produced store revision rev;
+// first is set for the informer's first list. The writer calls it with no
+// lock of its own held.
+func (l *listener[T]) push(ns []notification[T], rev uint64, first bool) {
+	l.mu.Lock()
+	if !l.ready {
+		l.early = append(l.early, pushed[T]{ns: slices.Clone(ns), rev: rev, first: first})
+		l.mu.Unlock()
+		return
+	}
+	l.appendLocked(ns, rev, first)
+	l.mu.Unlock()
+	l.signal()
+}
+
+func (l *listener[T]) appendLocked(ns []notification[T], rev uint64, first bool) {
+	if rev != 0 && rev <= l.initRev {
+		// The snapshot holds this batch already.
+		if first {
+			l.markLocked()
+		}
+		return
+	}
+	l.buf = append(l.buf, ns...)
+	l.depth.Add(int64(len(ns)))
+	if first {
+		l.markLocked()
+	}
+}
+
+func (l *listener[T]) markLocked() {
+	if !l.marked {
+		l.marked = true
+		l.buf = append(l.buf, notification[T]{kind: notifySynced})
+	}
+}
+
+func (l *listener[T]) signal() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// shutdown stops the listener after the call in progress, if any; nothing
+// queued is delivered after it.
+func (l *listener[T]) shutdown() {
+	l.removed.Store(true)
+	l.stopOnce.Do(func() { close(l.stop) })
+}
+
+// run calls the handler for every notification until shutdown.
+func (l *listener[T]) run() {
+	for {
+		l.mu.Lock()
+		batch := l.buf
+		l.buf = l.spare[:0]
+		l.mu.Unlock()
+		for i := range batch {
+			if l.removed.Load() {
+				return
+			}
+			n := &batch[i]
+			if n.kind == notifySynced {
+				close(l.synced)
+				continue
+			}
+			l.call(n)
+			l.depth.Add(-1)
+		}
+		l.mu.Lock()
+		l.spare = shrink(batch)
+		empty := len(l.buf) == 0
+		l.mu.Unlock()
+		if empty {
+			select {
+			case <-l.stop:
+				return
+			case <-l.wake:
+			}
+		}
+	}
+}
+
+// call runs one handler method; a panic is recovered and reported, and the
+// listener goes on with the next notification.
+func (l *listener[T]) call(n *notification[T]) {
+	defer func() {
+		if r := recover(); r != nil {
+			l.panics.Add(1)
+			l.onPanic(fmt.Errorf("handler %s: %w: %v\n%s", l.name, ErrHandlerPanic, r, debug.Stack()))
+		}
+	}()
+	switch n.kind {
+	case notifyAdd:
+		l.h.OnAdd(n.obj, n.initial)
+	case notifyUpdate:
+		l.h.OnUpdate(n.old, n.obj)
+	case notifyDelete:
+		l.h.OnDelete(handler.Deleted[T]{Object: n.obj, Key: n.key, FinalStateUnknown: n.fsu})
+	}
+}
+
+func (l *listener[T]) hasSynced() bool {
+	select {
+	case <-l.synced:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,58 @@
+package typed
+
+import (
+	"fmt"
+
+	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/fifo"
+	"github.com/typedinformer/informer/internal/objects"
+)
+
+// prepare turns an object from the source into the entry the reflector
+// queues: managedFields dropped (on a copy), Options.Transform applied, and
+// the key and index values computed by the cache's writer. It runs on the
+// reflector's goroutine with no lock held; an error refuses the object
+// before the reflector moves past it. A deletion needs only its key.
+func (inf *Informer[T]) prepare(t fifo.DeltaType, obj T) (cache.Entry[T], error) {
+	var zero T
+	if obj == zero {
+		return cache.Entry[T]{}, cache.ErrNilObject
+	}
+	if !inf.opts.KeepManagedFields {
+		if trimmed, ok := objects.WithoutManagedFields(obj); ok {
+			obj = trimmed
+		}
+	}
+	if inf.opts.Transform != nil {
+		var err error
+		if obj, err = inf.transform(obj); err != nil {
+			return cache.Entry[T]{}, err
+		}
+	}
+	if t == fifo.Deleted {
+		k := cache.KeyOf(obj)
+		if k.Name == "" {
+			return cache.Entry[T]{}, cache.ErrNoName
+		}
+		return cache.Entry[T]{Key: k, Object: obj}, nil
+	}
+	return inf.writer.Prepare(obj)
+}
+
+// transform runs Options.Transform; a panic or a nil result is an error.
+func (inf *Informer[T]) transform(obj T) (out T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("transform: %w: %v", ErrTransformPanic, r)
+		}
+	}()
+	out, err = inf.opts.Transform(obj)
+	var zero T
+	switch {
+	case err != nil:
+		return zero, fmt.Errorf("transform: %w", err)
+	case out == zero:
+		return zero, fmt.Errorf("transform: %w", cache.ErrNilObject)
+	}
+	return out, nil
+}

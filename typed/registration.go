@@ -1,0 +1,99 @@
+package typed
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/handler"
+)
+
+// Registration is the handle of a handler added to an informer.
+type Registration struct {
+	l interface {
+		hasSynced() bool
+		waitForSync(ctx context.Context) error
+		pending() int64
+		panicCount() int64
+	}
+}
+
+// HasSynced reports whether the handler has been called for every object of
+// the initial list (or, for a handler added later, of the cache's content
+// when it was added).
+func (r *Registration) HasSynced() bool { return r.l.hasSynced() }
+
+// WaitForSync waits until HasSynced is true and returns nil. It returns a
+// *NotSyncedError at once when the informer hits an error that retrying
+// cannot fix by itself (Forbidden, Unauthorized, NotFound), when the
+// informer stops or the handler is removed, or when ctx ends.
+func (r *Registration) WaitForSync(ctx context.Context) error { return r.l.waitForSync(ctx) }
+
+// Pending is the number of notifications queued for the handler and not yet
+// handled: how far behind it is.
+func (r *Registration) Pending() int64 { return r.l.pending() }
+
+// Panics is the number of handler calls that panicked.
+func (r *Registration) Panics() int64 { return r.l.panicCount() }
+
+// boundListener is a listener with its informer, what a Registration holds.
+type boundListener[T cache.Object] struct {
+	*listener[T]
+	inf *Informer[T]
+}
+
+func (b boundListener[T]) pending() int64    { return b.depth.Load() }
+func (b boundListener[T]) panicCount() int64 { return b.panics.Load() }
+
+func (b boundListener[T]) waitForSync(ctx context.Context) error {
+	return b.inf.wait(ctx, b.synced, b.stop, b.name)
+}
+
+// AddHandler adds a handler. If the informer already has objects cached, the
+// handler first gets one OnAdd (isInInitialList true) for each, then every
+// later change, each exactly once. It returns ErrStopped after Run has
+// returned.
+func (inf *Informer[T]) AddHandler(h handler.Handler[T]) (*Registration, error) {
+	if h == nil {
+		return nil, fmt.Errorf("typed: informer %s: AddHandler: nil handler", inf.name)
+	}
+	inf.mu.Lock()
+	if inf.state == stopped {
+		inf.mu.Unlock()
+		return nil, ErrStopped
+	}
+	inf.nextID++
+	l := newListener(h, fmt.Sprintf("%s#%d", inf.name, inf.nextID), inf.handleError)
+	hs := append(slices.Clone(*inf.handlers.Load()), l)
+	inf.handlers.Store(&hs)
+	reg := &Registration{l: boundListener[T]{listener: l, inf: inf}}
+	inf.regs[reg] = l
+	if inf.state == running {
+		inf.startListener(l)
+	}
+	inf.mu.Unlock()
+	// Registered before the snapshot: every batch the writer applies after
+	// the snapshot reaches l, and l drops those the snapshot holds.
+	objs, rev := inf.store.Snapshot()
+	l.start(objs, rev, inf.listedRev.Load())
+	return reg, nil
+}
+
+// RemoveHandler removes a handler. After it returns the handler gets no
+// further calls, except one that may be in progress.
+func (inf *Informer[T]) RemoveHandler(reg *Registration) error {
+	inf.mu.Lock()
+	l, ok := inf.regs[reg]
+	if ok {
+		delete(inf.regs, reg)
+		hs := slices.DeleteFunc(slices.Clone(*inf.handlers.Load()), func(x *listener[T]) bool { return x == l })
+		inf.handlers.Store(&hs)
+	}
+	inf.mu.Unlock()
+	if !ok {
+		return ErrUnknownHandler
+	}
+	l.shutdown()
+	return nil
+}

@@ -1,0 +1,171 @@
+package typed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/typedinformer/informer/internal/reflector"
+)
+
+// NotSyncedError is returned by the waits when the cache (or a handler) is
+// not in sync: Cause is the informer's last list or watch error (nil if
+// there was none), and Wait the reason the wait ended (ctx's error,
+// ErrStopped, ErrRemoved), if it ended that way rather than on Cause.
+type NotSyncedError struct {
+	// Informer is the informer's name.
+	Informer string
+	// Handler names the handler, for a Registration's wait.
+	Handler string
+	// Cause is the informer's last list or watch error.
+	Cause error
+	// Wait is why the wait ended early: ctx's error, ErrStopped or
+	// ErrRemoved.
+	Wait error
+}
+
+func (e *NotSyncedError) Error() string {
+	what := "informer " + e.Informer
+	if e.Handler != "" {
+		what = "handler " + e.Handler
+	}
+	switch {
+	case e.Cause != nil && e.Wait != nil:
+		return fmt.Sprintf("%s not synced (%v): %v", what, e.Wait, e.Cause)
+	case e.Cause != nil:
+		return fmt.Sprintf("%s not synced: %v", what, e.Cause)
+	}
+	return fmt.Sprintf("%s not synced: %v", what, e.Wait)
+}
+
+// Unwrap returns the cause and the wait error, so errors.Is(err,
+// context.DeadlineExceeded) and apierrors.IsForbidden(err) both work.
+func (e *NotSyncedError) Unwrap() []error {
+	var out []error
+	for _, err := range []error{e.Cause, e.Wait} {
+		if err != nil {
+			out = append(out, err)
+		}
+	}
+	return out
+}
+
+// WaitForSync waits until the initial list is in the cache and returns nil.
+// It returns a *NotSyncedError at once when the informer hits an error that
+// retrying cannot fix by itself (Forbidden, Unauthorized, NotFound: the
+// informer keeps retrying, so a later WaitForSync can succeed), when Run
+// has returned, or when ctx ends, carrying the last error so the caller
+// learns why.
+func (inf *Informer[T]) WaitForSync(ctx context.Context) error {
+	return inf.wait(ctx, inf.synced, nil, "")
+}
+
+// wait waits for synced to close, ending early as WaitForSync says; a
+// handler's wait also ends when its listener stops (gone).
+func (inf *Informer[T]) wait(ctx context.Context, synced, gone <-chan struct{}, handler string) error {
+	fail := func(cause, wait error) error {
+		return &NotSyncedError{Informer: inf.name, Handler: handler, Cause: cause, Wait: wait}
+	}
+	for {
+		changed := inf.refl.Changed()
+		cause := inf.refl.Status().LastError
+		select {
+		case <-synced:
+			return nil
+		default:
+		}
+		if cause != nil && reflector.NeedsIntervention(cause) {
+			return fail(cause, nil)
+		}
+		select {
+		case <-synced:
+			return nil
+		case <-changed:
+		case <-inf.done:
+			select {
+			case <-synced:
+				return nil
+			default:
+				return fail(cause, ErrStopped)
+			}
+		case <-gone:
+			select {
+			case <-synced:
+				return nil
+			case <-inf.done:
+				return fail(cause, ErrStopped)
+			default:
+				return fail(cause, ErrRemoved)
+			}
+		case <-ctx.Done():
+			return fail(cause, ctx.Err())
+		}
+	}
+}
+
+// Syncer is anything that can wait for its sync: an *Informer or a
+// *Registration.
+type Syncer interface {
+	WaitForSync(ctx context.Context) error
+}
+
+// WaitForCacheSync waits, at the same time, for every informer and
+// registration to sync, and returns nil once all have, or an error that
+// joins the *NotSyncedError of each one that did not, naming it and saying
+// why. It returns when the last wait has ended; each ends as its own
+// WaitForSync says (at once on Forbidden, NotFound...).
+func WaitForCacheSync(ctx context.Context, syncers ...Syncer) error {
+	errs := make([]error, len(syncers))
+	var wg sync.WaitGroup
+	for i, s := range syncers {
+		if s == nil {
+			errs[i] = fmt.Errorf("typed: WaitForCacheSync: syncer %d is nil", i)
+			continue
+		}
+		wg.Go(func() { errs[i] = s.WaitForSync(ctx) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Status is what an informer knows about its source: the last error since
+// the source was last healthy, and counters. Use HasSynced and
+// LastSyncResourceVersion for the sync state.
+type Status struct {
+	// LastError is the last list or watch error, or refused object, since
+	// the source last answered well (a list succeeded, a watch was
+	// established, an event or bookmark arrived); nil when healthy. After
+	// sync, a non-nil LastError is how to tell that the cache may be
+	// stale: for example, permission to watch was revoked and the
+	// informer is retrying.
+	LastError error
+	// LastErrorTime is when LastError happened.
+	LastErrorTime time.Time
+	// StaleSince is when the current run of errors began; zero when
+	// healthy.
+	StaleSince time.Time
+	// Stats are the informer's counters.
+	Stats Stats
+}
+
+// Stats counts what an informer did with its source.
+type Stats struct {
+	// Lists counts LIST requests (pages of one list count once); WatchLists
+	// counts streaming lists; Relists counts the lists and streaming lists
+	// after the first one that succeeded.
+	Lists, WatchLists, Relists int
+	// Watches counts watch requests besides streaming lists.
+	Watches int
+	// Events and Bookmarks count watch events taken.
+	Events, Bookmarks int
+	// Errors counts list and watch errors recovered from.
+	Errors int
+}
+
+// Status returns the informer's status.
+func (inf *Informer[T]) Status() Status {
+	s := inf.refl.Status()
+	return Status{LastError: s.LastError, LastErrorTime: s.LastErrorTime, StaleSince: s.StaleSince, Stats: Stats(s.Stats)}
+}
