@@ -42,9 +42,26 @@ func FromClient[T cache.Object, L runtime.Object](c Client[L]) (Source[T], error
 		list: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			return c.List(ctx, opts)
 		},
-		watch:    c.Watch,
-		resource: clientResource[T](c),
+		watch:     c.Watch,
+		resource:  clientResource[T](c),
+		watchList: clientStreams(c),
 	}, nil
+}
+
+// clientStreams reports whether a client can stream lists: not client-go's
+// fake clients, whose watches never send the initial-events bookmark, nor
+// anything that declares IsWatchListSemanticsUnSupported.
+func clientStreams(c any) bool {
+	switch c := c.(type) {
+	case interface{ IsWatchListSemanticsUnSupported() bool }:
+		return !c.IsWatchListSemanticsUnSupported()
+	case interface {
+		Resource() schema.GroupVersionResource
+		Kind() schema.GroupVersionKind
+	}:
+		return false // a client-go fake typed client (gentype.FakeClient)
+	}
+	return true
 }
 
 // checkListType refuses a list type whose Items hold another type than T.
@@ -105,18 +122,22 @@ func FromListerWatcher[T cache.Object](lw clientcache.ListerWatcher) (Source[T],
 		return nil, fmt.Errorf("%w: FromListerWatcher: nil lister-watcher", ErrNilSource)
 	}
 	lwc := clientcache.ToListerWatcherWithContext(lw)
-	return &runtimeSource[T]{list: lwc.ListWithContext, watch: lwc.WatchWithContext}, nil
+	return &runtimeSource[T]{list: lwc.ListWithContext, watch: lwc.WatchWithContext, watchList: clientStreams(lw)}, nil
 }
 
 // runtimeSource adapts list and watch functions on runtime.Objects.
 type runtimeSource[T cache.Object] struct {
-	list     func(context.Context, metav1.ListOptions) (runtime.Object, error)
-	watch    func(context.Context, metav1.ListOptions) (watch.Interface, error)
-	resource Resource
+	list      func(context.Context, metav1.ListOptions) (runtime.Object, error)
+	watch     func(context.Context, metav1.ListOptions) (watch.Interface, error)
+	resource  Resource
+	watchList bool
 }
 
 // Resource tells what the adapted client knows of its resource.
 func (s *runtimeSource[T]) Resource() Resource { return s.resource }
+
+// SupportsWatchList tells whether the adapted client can stream lists.
+func (s *runtimeSource[T]) SupportsWatchList() bool { return s.watchList }
 
 func (s *runtimeSource[T]) List(ctx context.Context, opts metav1.ListOptions) (List[T], error) {
 	obj, err := s.list(ctx, opts)

@@ -59,6 +59,27 @@ func guessResource[T cache.Object]() schema.GroupResource {
 	return plural.GroupResource()
 }
 
+// StreamingLister is implemented by sources that can tell whether they
+// support streaming lists (a watch with sendInitialEvents that ends its
+// initial events with a bookmark). Informers use LIST for a source that
+// says it does not; see [SupportsWatchList].
+type StreamingLister interface {
+	SupportsWatchList() bool
+}
+
+// SupportsWatchList reports whether an informer should try a streaming
+// list with src: true unless src says otherwise (a StreamingLister, or a
+// client-go client that declares IsWatchListSemanticsUnSupported).
+func SupportsWatchList[T cache.Object](src Source[T]) bool {
+	switch s := any(src).(type) {
+	case StreamingLister:
+		return s.SupportsWatchList()
+	case interface{ IsWatchListSemanticsUnSupported() bool }:
+		return !s.IsWatchListSemanticsUnSupported()
+	}
+	return true
+}
+
 // ErrNilSource is returned by [Check] and by constructors given a nil source,
 // client or lister-watcher.
 var ErrNilSource = errors.New("source: nil source")

@@ -8,7 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
@@ -91,5 +93,43 @@ func TestResourceOf(t *testing.T) {
 				t.Errorf("ResourceOf (-want +got)\n%s", diff)
 			}
 		})
+	}
+}
+
+// Streaming lists are tried unless the source says it cannot stream:
+// client-go's fake typed clients and anything declaring
+// IsWatchListSemanticsUnSupported cannot.
+func TestSupportsWatchList(t *testing.T) {
+	cs := fake.NewClientset()
+	fromFake, err := source.FromClient[*corev1.Pod](cs.CoreV1().Pods(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw := clientcache.ToListWatcherWithWatchListSemantics(&clientcache.ListWatch{
+		ListFunc:  func(metav1.ListOptions) (runtime.Object, error) { return &corev1.PodList{}, nil },
+		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
+	}, cs)
+	fromLW, err := source.FromListerWatcher[*corev1.Pod](lw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plainLW, err := source.FromListerWatcher[*corev1.Pod](&clientcache.ListWatch{
+		ListFunc:  func(metav1.ListOptions) (runtime.Object, error) { return &corev1.PodList{}, nil },
+		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		src  source.Source[*corev1.Pod]
+		want bool
+	}{
+		"fake clientset client":                  {fromFake, false},
+		"lister-watcher declaring no watch-list": {fromLW, false},
+		"plain lister-watcher":                   {plainLW, true},
+	} {
+		if got := source.SupportsWatchList(c.src); got != c.want {
+			t.Errorf("%s: SupportsWatchList = %v, want %v", name, got, c.want)
+		}
 	}
 }

@@ -117,7 +117,7 @@ func NewInformer[T cache.Object](src source.Source[T], opts Options[T]) (*Inform
 	inf.refl = reflector.New[T](src, inf.queue, reflector.Options[T]{
 		Name:            name,
 		PageSize:        opts.PageSize,
-		NoWatchList:     opts.NoWatchList,
+		NoWatchList:     opts.NoWatchList || !source.SupportsWatchList(src),
 		MinWatchTimeout: opts.MinWatchTimeout,
 		Prepare:         inf.prepare,
 	})

@@ -49,7 +49,9 @@ type Options[T cache.Object] struct {
 	// and logged. Default: errors are logged (klog, from Run's context).
 	ErrorHandler func(error)
 	// NoWatchList turns off the streaming initial list (sendInitialEvents).
-	// Default: false, it is used when the source supports it, else LIST.
+	// Default: false, it is tried when the source does not say it cannot
+	// stream (source.SupportsWatchList: client-go's fake clientsets say
+	// so), and LIST is the fallback.
 	NoWatchList bool
 	// PageSize is the page size of LIST requests. Default: 500.
 	PageSize int64

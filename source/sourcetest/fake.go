@@ -420,6 +420,10 @@ func (f *Fake[T]) listLocked(opts metav1.ListOptions) (source.List[T], error) {
 	return out, nil
 }
 
+// SupportsWatchList reports whether the fake serves streaming lists
+// (source.StreamingLister): false with FakeOptions.NoWatchList.
+func (f *Fake[T]) SupportsWatchList() bool { return !f.noWatchList }
+
 // Resource tells informers what the fake serves (source.Describer).
 func (f *Fake[T]) Resource() source.Resource {
 	return source.Resource{GroupResource: f.resource, Scope: f.scope}
