@@ -25,7 +25,9 @@ type calls []string
 
 func (c *calls) handler() handler.Funcs[*corev1.Pod] {
 	return handler.Funcs[*corev1.Pod]{
-		AddFunc:    func(p *corev1.Pod, initial bool) { *c = append(*c, "add "+p.Name+map[bool]string{true: " initial"}[initial]) },
+		AddFunc: func(p *corev1.Pod, initial bool) {
+			*c = append(*c, "add "+p.Name+map[bool]string{true: " initial"}[initial])
+		},
 		UpdateFunc: func(_, p *corev1.Pod) { *c = append(*c, "update "+p.Name) },
 		DeleteFunc: func(d handler.Deleted[*corev1.Pod]) {
 			s := "delete " + d.Key.Name
