@@ -13,8 +13,37 @@ type Entry[T Object] struct {
 	// Object is the object to store.
 	Object T
 
-	set  *indexSet[T] // the index set vals were computed for; nil: none
+	idx *prepared[T] // index values; nil: not prepared
+}
+
+// prepared holds an entry's index values: one pointer in the Entry, so
+// that entries (and the deltas that carry them) stay small.
+type prepared[T Object] struct {
+	set  *indexSet[T] // the index set vals were computed for
 	vals [][]string   // values per index of set, aligned with set.names
+}
+
+// preparedFor returns the prepared values for set; a set without custom
+// indexes shares one, so preparing allocates nothing then.
+func preparedFor[T Object](set *indexSet[T], vals [][]string) *prepared[T] {
+	if len(set.names) == 0 {
+		return set.none
+	}
+	return &prepared[T]{set: set, vals: vals}
+}
+
+func (e *Entry[T]) set() *indexSet[T] {
+	if e.idx == nil {
+		return nil
+	}
+	return e.idx.set
+}
+
+func (e *Entry[T]) vals() [][]string {
+	if e.idx == nil {
+		return nil
+	}
+	return e.idx.vals
 }
 
 // Change is one write for [Writer.Apply]: store Entry.Object under

@@ -74,6 +74,14 @@ type indexSet[T Object] struct {
 	owner *core[T]
 	names []string
 	funcs []IndexFunc[T]
+	none  *prepared[T] // the values of an entry when there are no names
+}
+
+// newIndexSet returns a set with the given indexes.
+func newIndexSet[T Object](owner *core[T], names []string, funcs []IndexFunc[T]) *indexSet[T] {
+	s := &indexSet[T]{owner: owner, names: names, funcs: funcs}
+	s.none = &prepared[T]{set: s}
+	return s
 }
 
 // with returns a new set with add's indexes appended in name order.
@@ -91,15 +99,11 @@ func (s *indexSet[T]) with(add Indexers[T]) (*indexSet[T], error) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	out := &indexSet[T]{
-		owner: s.owner,
-		names: append(slices.Clip(s.names), names...),
-		funcs: slices.Clip(s.funcs),
-	}
+	funcs := slices.Clip(s.funcs)
 	for _, name := range names {
-		out.funcs = append(out.funcs, add[name])
+		funcs = append(funcs, add[name])
 	}
-	return out, nil
+	return newIndexSet(s.owner, append(slices.Clip(s.names), names...), funcs), nil
 }
 
 // values computes the values of the indexes from the from-th on, appended

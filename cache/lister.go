@@ -153,11 +153,17 @@ func (c *core[T]) list(ns string, scoped bool, selector labels.Selector) ([]T, e
 	b := c.getBuf()
 	defer c.putBuf(b)
 	q := c.candidates(b, ns, scoped, selector)
-	out := make([]T, 0, len(b.objs))
+	var out []T
+	if q.all || q.exact {
+		out = make([]T, 0, len(b.objs)) // every candidate, or nearly, is in the answer
+	}
 	for _, obj := range b.objs {
 		if q.matches(obj) {
 			out = append(out, obj)
 		}
+	}
+	if out == nil {
+		out = []T{}
 	}
 	return out, nil
 }

@@ -84,7 +84,7 @@ func NewWriter[T Object](opts Options[T]) (*Writer[T], error) {
 	for range c.labelKeys {
 		c.labels = append(c.labels, index{})
 	}
-	empty := &indexSet[T]{owner: c}
+	empty := newIndexSet[T](c, nil, nil)
 	set, err := empty.with(opts.Indexers)
 	if err != nil {
 		return nil, err
@@ -116,7 +116,7 @@ func (w *Writer[T]) Prepare(obj T) (Entry[T], error) {
 	if err != nil {
 		return Entry[T]{}, err // the caller names the object
 	}
-	return Entry[T]{Key: k, Object: obj, set: s, vals: vals}, nil
+	return Entry[T]{Key: k, Object: obj, idx: preparedFor(s, vals)}, nil
 }
 
 // Entry returns the entry stored under key: the object with the index
@@ -131,7 +131,7 @@ func (w *Writer[T]) Entry(key Key) (Entry[T], bool) {
 	if !ok {
 		return Entry[T]{}, false
 	}
-	return Entry[T]{Key: key, Object: obj, set: c.cur, vals: c.vals[key]}, true
+	return Entry[T]{Key: key, Object: obj, idx: preparedFor(c.cur, c.vals[key])}, true
 }
 
 // Apply makes every change, in order, as one write: a reader sees all of
@@ -229,14 +229,14 @@ func (c *core[T]) ready(ch *Change[T], s *indexSet[T]) error {
 		ch.Key = k
 	}
 	e := &ch.Entry
-	if e.set == s {
+	if e.set() == s {
 		return nil
 	}
 	from := 0
-	if e.set != nil && e.set.owner == c && len(e.vals) <= len(s.names) {
-		from = len(e.vals) // an older set of this writer: its names are a prefix
+	if old := e.set(); old != nil && old.owner == c && len(e.vals()) <= len(s.names) {
+		from = len(e.vals()) // an older set of this writer: its names are a prefix
 	}
-	vals := slices.Clip(e.vals[:from])
+	vals := slices.Clip(e.vals()[:from])
 	var errs []error
 	for i := from; i < len(s.names); i++ {
 		v, err := callIndexFunc(s.names[i], s.funcs[i], e.Object)
@@ -245,12 +245,12 @@ func (c *core[T]) ready(ch *Change[T], s *indexSet[T]) error {
 		}
 		vals = append(vals, v)
 	}
-	e.set, e.vals = s, vals
+	e.idx = preparedFor(s, vals)
 	if len(errs) > 0 {
 		// Not marked as computed: if Apply starts over (AddIndexers
 		// installed an index meanwhile), the failure is found and
 		// reported again instead of being taken for a computed value.
-		e.set = nil
+		e.idx = &prepared[T]{vals: vals}
 	}
 	return errors.Join(errs...)
 }
@@ -284,15 +284,15 @@ func (c *core[T]) applyLocked(ch *Change[T]) {
 	if len(c.custom) > 0 {
 		oldVals := c.vals[k]
 		for i, ix := range c.custom {
-			if existed && slices.Equal(oldVals[i], ch.vals[i]) {
+			if existed && slices.Equal(oldVals[i], ch.vals()[i]) {
 				continue
 			}
 			if existed {
 				ix.removeAll(oldVals[i], k)
 			}
-			ix.addAll(ch.vals[i], k)
+			ix.addAll(ch.vals()[i], k)
 		}
-		c.vals[k] = ch.vals
+		c.vals[k] = ch.vals()
 	}
 	if len(c.labels) > 0 {
 		oldLabels, newLabels := map[string]string(nil), obj.GetLabels()

@@ -264,6 +264,17 @@ func TestRelistKeepsUnchangedObjects(t *testing.T) {
 		if got := indexed.Load(); got != 200 {
 			t.Errorf("index function ran %d times, want 200", got)
 		}
+		// A watch event: once per change.
+		for i := range 10 {
+			if _, err := fake.Update(it.Pod("ns-1", "p-1", map[string]string{"v": fmt.Sprint(i + 3)})); err != nil {
+				t.Fatal(err)
+			}
+		}
+		it.Converge(t, fake, inf.Store())
+		synctest.Wait()
+		if got := indexed.Load(); got != 210 {
+			t.Errorf("index function ran %d times after 10 updates, want 210: once per change", got)
+		}
 	})
 }
 
