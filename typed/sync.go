@@ -114,8 +114,9 @@ type Syncer interface {
 // WaitForCacheSync waits, at the same time, for every informer and
 // registration to sync, and returns nil once all have, or an error that
 // joins the *NotSyncedError of each one that did not, naming it and saying
-// why. It returns when the last wait has ended; each ends as its own
-// WaitForSync says (at once on Forbidden, NotFound...).
+// why (a handler whose informer did not sync is left out: the informer's
+// error says it). It returns when the last wait has ended; each ends as its
+// own WaitForSync says (at once on Forbidden, NotFound...).
 func WaitForCacheSync(ctx context.Context, syncers ...Syncer) error {
 	errs := make([]error, len(syncers))
 	var wg sync.WaitGroup
@@ -127,6 +128,21 @@ func WaitForCacheSync(ctx context.Context, syncers ...Syncer) error {
 		wg.Go(func() { errs[i] = s.WaitForSync(ctx) })
 	}
 	wg.Wait()
+	// A handler cannot sync when its informer did not: name the informer
+	// once, not again for each of its handlers.
+	failed := map[string]bool{}
+	for _, err := range errs {
+		var nse *NotSyncedError
+		if errors.As(err, &nse) && nse.Handler == "" {
+			failed[nse.Informer] = true
+		}
+	}
+	for i, err := range errs {
+		var nse *NotSyncedError
+		if errors.As(err, &nse) && nse.Handler != "" && failed[nse.Informer] {
+			errs[i] = nil
+		}
+	}
 	return errors.Join(errs...)
 }
 

@@ -17,22 +17,25 @@
 //     resourceVersion never moves past an object the cache did not take.
 //   - Watch from the last synced resourceVersion with bookmarks requested
 //     and a randomised timeout. A watch that ends normally is restarted from
-//     the last resourceVersion, without a relist; one that ended within a
-//     second, whatever it delivered, only after a backoff.
+//     the last resourceVersion, without a relist: at once if it lasted a
+//     second, or if it is the first in a row to end sooner and delivered
+//     something; after a backoff otherwise, so watches that keep ending at
+//     once, whatever they deliver, cause no tight loop.
 //   - 410 Gone and "too large resource version" (in its three server
 //     forms) are the only watch errors that lead to a relist. The relist
 //     asks for the last synced version (a watch cache serves it with
 //     anything at least as new), and for a quorum read (resourceVersion
 //     "") after a too-large version or when the list itself is refused
-//     with 410. Every other watch
-//     error, at start or in the stream (500, 503, 429, connection refused
-//     or reset, EOF, 403, a malformed frame), is retried from the same
-//     resourceVersion after a backoff.
+//     with 410. Every other watch error, at start or in the stream (500,
+//     503, 429, connection refused or reset, EOF, 403, a malformed frame),
+//     is retried from the same resourceVersion after a backoff.
 //   - The resume point never goes back: events of a watch move it only
 //     forward. After a list without a resourceVersion no watch can resume,
 //     so a watch that ends is followed by a quorum relist.
 //   - Backoff is exponential with jitter, 800ms to 30s, and goes back to
-//     800ms every two minutes (wait.Backoff.DelayWithReset, as client-go).
+//     800ms once a watch has lasted a second: a healthy source is retried
+//     promptly after its next error. (client-go resets it every two
+//     minutes, whatever happened.)
 //   - A streaming list the server refuses (400, 422, 405, 406) switches to
 //     LIST for good; one that fails for a transient reason is retried; any
 //     other failure but an RBAC error or a missing resource is reported

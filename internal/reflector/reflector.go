@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/fifo"
@@ -30,7 +29,6 @@ const (
 	DefaultMinWatchTimeout = 5 * time.Minute
 	DefaultBackoffInit     = 800 * time.Millisecond
 	DefaultBackoffMax      = 30 * time.Second
-	DefaultBackoffReset    = 2 * time.Minute
 	// shortWatch is how long a watch must last to be reopened at once; a
 	// watch that ends sooner, whatever it delivered, is reopened after a
 	// backoff, so a server that keeps closing watches causes no tight loop.
@@ -52,7 +50,8 @@ type Options[T cache.Object] struct {
 	// (the upper bound is twice it). Default: DefaultMinWatchTimeout.
 	MinWatchTimeout time.Duration
 	// Backoff between failed attempts. Default: 800ms doubling to 30s with
-	// full jitter, reset to 800ms every DefaultBackoffReset.
+	// full jitter. It goes back to its start once a watch has lasted a
+	// second: the source is healthy again.
 	Backoff *wait.Backoff
 	// Prepare turns an object from the source into the entry to queue, for
 	// a delta of type t (Added, Updated, Deleted or Replaced). An error
@@ -94,13 +93,15 @@ type Status struct {
 
 // Reflector lists and watches a source into a sink.
 type Reflector[T cache.Object] struct {
-	src     source.Source[T]
-	sink    Sink[T]
-	opts    Options[T]
-	delay   wait.DelayFunc
-	errs    chan error
-	dropped atomic.Int64
-	one     [1]fifo.Delta[T] // pushOne's slot, used by Run's goroutine only
+	src  source.Source[T]
+	sink Sink[T]
+	opts Options[T]
+	// backoff is the current backoff, used and reset by Run's goroutine
+	// only; initial is where a reset puts it.
+	backoff, initial wait.Backoff
+	errs             chan error
+	dropped          atomic.Int64
+	one              [1]fifo.Delta[T] // pushOne's slot, used by Run's goroutine only
 
 	mu            sync.Mutex
 	lastSyncRV    string
@@ -136,7 +137,8 @@ func New[T cache.Object](src source.Source[T], sink Sink[T], opts Options[T]) *R
 	}
 	return &Reflector[T]{
 		src: src, sink: sink, opts: opts,
-		delay:       b.DelayWithReset(clock.RealClock{}, DefaultBackoffReset),
+		backoff:     b,
+		initial:     b,
 		errs:        make(chan error, errorBuffer),
 		noWatchList: opts.NoWatchList,
 		changed:     make(chan struct{}),
@@ -171,7 +173,7 @@ func (r *Reflector[T]) Run(ctx context.Context) error {
 		}
 		if err != nil {
 			if isMalformedRequest(err) && !r.hasListed() {
-				r.report(ctx, err)
+				r.record(err) // Run returns it: the caller gets it once, from Run
 				return err
 			}
 			r.report(ctx, err)
@@ -183,7 +185,8 @@ func (r *Reflector[T]) Run(ctx context.Context) error {
 	return nil
 }
 
-// Errors delivers every error the reflector recovers from, in order. If
+// Errors delivers every error the reflector recovers from, in order (a
+// fatal error is returned by Run instead). If
 // nobody reads it, errors beyond a small buffer are dropped (Status still
 // holds the last one).
 func (r *Reflector[T]) Errors() <-chan error { return r.errs }
@@ -225,7 +228,7 @@ func (r *Reflector[T]) hasListed() bool {
 
 // sleep waits one backoff step; false if ctx ended first.
 func (r *Reflector[T]) sleep(ctx context.Context) bool {
-	t := time.NewTimer(r.delay())
+	t := time.NewTimer(r.backoff.Step())
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
@@ -238,20 +241,25 @@ func (r *Reflector[T]) sleep(ctx context.Context) bool {
 // report records err in the status and hands it to Errors' reader.
 func (r *Reflector[T]) report(ctx context.Context, err error) {
 	r.errCount.Add(1)
-	now := time.Now()
-	r.mu.Lock()
-	r.lastErr, r.lastErrTime = err, now
-	if r.staleSince.IsZero() {
-		r.staleSince = now
-	}
-	r.notifyLocked()
-	r.mu.Unlock()
+	r.record(err)
 	klog.FromContext(ctx).V(4).Info("list/watch error", "err", err)
 	select {
 	case r.errs <- err:
 	default:
 		r.dropped.Add(1)
 	}
+}
+
+// record sets err as the status's last error.
+func (r *Reflector[T]) record(err error) {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lastErr, r.lastErrTime = err, now
+	if r.staleSince.IsZero() {
+		r.staleSince = now
+	}
+	r.notifyLocked()
 }
 
 // healthy clears the error: the source answered well again.

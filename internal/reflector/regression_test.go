@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Defect 1: a watch that delivers an event or a bookmark and closes within
@@ -20,9 +21,9 @@ import (
 // loop hits the harness's limit of maxCalls requests and the bound below.
 func TestShortWatchBacksOff(t *testing.T) {
 	// The fewest possible backoff delays (no jitter) allow 23 attempts in 5
-	// minutes (see TestListFailureBackoffIsBounded); the first watch is not
-	// preceded by a backoff, so 23 watches at most.
-	const maxWatches = 23
+	// minutes (see TestListFailureBackoffIsBounded); at most every other
+	// watch is reopened at once, so 46 watches at most.
+	const maxWatches = 2 * 23 // a backoff before at least every other watch
 	for _, tt := range []struct {
 		name   string
 		lists  []step
@@ -58,7 +59,7 @@ func TestShortWatchBacksOff(t *testing.T) {
 				h.src.alwaysWatch = &tt.each
 				h.runFor(5 * time.Minute)
 				calls := h.src.recorded()
-				watches := 0
+				watches, inARow := 0, 0
 				for i, c := range calls {
 					if i == 0 {
 						continue // the list or the streaming list
@@ -67,8 +68,14 @@ func TestShortWatchBacksOff(t *testing.T) {
 					if c.req != watchAt("11") && !(i == 1 && c.req == watchAt("10")) {
 						t.Errorf("request %d: %v, want only watches from the last RV", i, c.req)
 					}
-					if i > 1 {
-						h.checkGaps([]int{i}, nil) // a backoff between any two watches
+					if i > 1 && calls[i].at == h.src.doneAt(i-1) {
+						// At most one watch in a row is reopened at once
+						// (the first short one that delivered something).
+						if inARow++; inARow > 1 {
+							t.Errorf("request %d: the second watch in a row reopened without a backoff", i)
+						}
+					} else {
+						inARow = 0
 					}
 				}
 				t.Logf("%d watches in 5 minutes of virtual time (at most %d allowed)", watches, maxWatches)
@@ -316,4 +323,47 @@ func TestRelistResourceVersion(t *testing.T) {
 			})
 		})
 	}
+}
+
+// The backoff goes back to its start once a watch has lasted a second: a
+// healthy source is retried promptly after its next error, however many
+// errors came before. (It used to go back only every two minutes, so a
+// test or a controller that had seen a few errors waited up to a minute
+// after the next one.)
+func TestBackoffResetsAfterAHealthyWatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tt := watchCase{
+			watchs: []step{
+				fail(startErr(unavailable())), fail(startErr(unavailable())), fail(startErr(unavailable())),
+				fail(startErr(unavailable())), fail(startErr(unavailable())),
+				every(2 * time.Second), // lasts, delivers nothing, closes
+				fail(startErr(unavailable())),
+				hangs().final(),
+			},
+			want: []req{list("0", DefaultPageSize), watchAt("10"), watchAt("10"), watchAt("10"), watchAt("10"),
+				watchAt("10"), watchAt("10"), watchAt("10"), watchAt("10")},
+		}
+		for range 6 {
+			tt.wantErrs = append(tt.wantErrs, isUnavailable)
+		}
+		h := tt.run(t)
+		calls := h.src.recorded()
+		grown := calls[6].at - h.src.doneAt(5) // after the fifth error
+		again := calls[8].at - h.src.doneAt(7) // after the error that followed the healthy watch
+		t.Logf("backoff after five errors %v; after an error following a healthy watch %v", grown, again)
+		if grown < 4*DefaultBackoffInit {
+			t.Errorf("backoff after five errors = %v, want it grown (at least %v)", grown, 4*DefaultBackoffInit)
+		}
+		if again < DefaultBackoffInit || again > 2*DefaultBackoffInit {
+			t.Errorf("backoff after a healthy watch = %v, want it back at its start (%v to %v)", again, DefaultBackoffInit, 2*DefaultBackoffInit)
+		}
+		if calls[7].at != h.src.doneAt(6) {
+			t.Errorf("a watch that lasted was not reopened at once")
+		}
+	})
+}
+
+func isUnavailable(err error) bool {
+	var s interface{ Status() metav1.Status }
+	return errors.As(err, &s) && s.Status().Code == 503
 }

@@ -24,6 +24,7 @@ func (r *Reflector[T]) watch(ctx context.Context, w source.Watcher[T]) error {
 			w.Stop()
 		}
 	}()
+	shorts := 0 // watches in a row that ended within shortWatch
 	for ctx.Err() == nil {
 		start := time.Now()
 		if w == nil {
@@ -43,7 +44,7 @@ func (r *Reflector[T]) watch(ctx context.Context, w source.Watcher[T]) error {
 			}
 		}
 		r.healthy() // the watch is established
-		err := r.consume(ctx, w)
+		n, err := r.consume(ctx, w)
 		w.Stop()
 		w = nil
 		switch {
@@ -68,10 +69,20 @@ func (r *Reflector[T]) watch(ctx context.Context, w source.Watcher[T]) error {
 			// what vanished meanwhile, so only a relist can go on.
 			klog.FromContext(ctx).V(3).Info("watch ended and cannot resume without a resourceVersion; relisting")
 			return nil
-		case time.Since(start) < shortWatch:
-			klog.FromContext(ctx).V(3).Info("watch ended at once; backing off before re-watching")
-			if !r.sleep(ctx) {
-				return nil
+		case time.Since(start) >= shortWatch:
+			shorts = 0
+			r.backoff = r.initial // a watch that lasted: the source is healthy
+		default:
+			// A watch that ended at once is reopened at once only if it
+			// delivered something and the one before it lasted; otherwise
+			// after a backoff, so a server that keeps closing watches,
+			// whatever they deliver, causes no tight loop.
+			shorts++
+			if n == 0 || shorts > 1 {
+				klog.FromContext(ctx).V(3).Info("watches end at once; backing off before re-watching", "events", n, "inARow", shorts)
+				if !r.sleep(ctx) {
+					return nil
+				}
 			}
 		}
 	}
@@ -105,18 +116,19 @@ func (r *Reflector[T]) canResume() bool {
 }
 
 // consume hands every event of w to the sink until the stream ends (nil),
-// fails, or an object is refused (that error).
-func (r *Reflector[T]) consume(ctx context.Context, w source.Watcher[T]) error {
-	for {
+// fails, or an object is refused (that error). It returns how many events
+// (bookmarks included) it took.
+func (r *Reflector[T]) consume(ctx context.Context, w source.Watcher[T]) (int, error) {
+	for n := 0; ; n++ {
 		ev, err := w.Next(ctx)
 		if err != nil {
 			if errors.Is(err, source.ErrWatchClosed) || ctx.Err() != nil {
-				return nil
+				return n, nil
 			}
-			return err
+			return n, err
 		}
 		if err := r.apply(ev); err != nil {
-			return err
+			return n, err
 		}
 	}
 }

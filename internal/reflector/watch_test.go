@@ -19,6 +19,12 @@ import (
 )
 
 // watchCase is a run of the LIST+watch path after one initial LIST at RV 10.
+// every is a watcher that sends evs one every d, then closes; with no
+// events it closes after d.
+func every(d time.Duration, evs ...podEvent) step {
+	return step{w: &wspec{events: evs, gap: d}}
+}
+
 type watchCase struct {
 	name     string
 	opts     opts
@@ -85,20 +91,25 @@ func noRelist(t *testing.T, h *harness) {
 
 // Fault 6: on a quiet type only bookmarks arrive; when the watch then ends
 // normally, the re-watch starts from the last bookmark's RV, without a
-// relist: at once if the watch lasted a second or more, after a backoff if
-// it ended sooner, whatever it delivered (see TestShortWatchBacksOff).
+// relist: at once if the watch lasted a second or more, or if it is the
+// first in a row to end sooner and it delivered something; after a backoff
+// otherwise (see TestShortWatchBacksOff).
 func TestBookmarksOnlyRewatchFromBookmarkRV(t *testing.T) {
-	every := func(d time.Duration, evs ...podEvent) step {
-		return step{w: &wspec{events: evs, gap: d}}
-	}
 	tests := []watchCase{
 		{
-			name:          "bookmarks, then the watch closes at once",
-			watchs:        []step{closes(bookmark("11"), bookmark("12"), bookmark("13")), hangs().final()},
-			want:          []req{list("0", DefaultPageSize), watchAt("10"), watchAt("13")},
-			wantOps:       []string{"start", "replaced a@5", "end@10", "bookmark@11", "bookmark@12", "bookmark@13"},
-			afterBackoff:  []int{2},
-			wantBookmarks: 3,
+			// The first short watch that delivered something is reopened at
+			// once; the second in a row only after a backoff.
+			name: "bookmarks, then the watch closes at once, twice",
+			watchs: []step{
+				closes(bookmark("11"), bookmark("12"), bookmark("13")),
+				closes(bookmark("14")),
+				hangs().final(),
+			},
+			want:          []req{list("0", DefaultPageSize), watchAt("10"), watchAt("13"), watchAt("14")},
+			wantOps:       []string{"start", "replaced a@5", "end@10", "bookmark@11", "bookmark@12", "bookmark@13", "bookmark@14"},
+			immediate:     []int{2},
+			afterBackoff:  []int{3},
+			wantBookmarks: 4,
 		},
 		{
 			name:          "a bookmark a minute, then the watch times out",
@@ -117,7 +128,7 @@ func TestBookmarksOnlyRewatchFromBookmarkRV(t *testing.T) {
 			lists:         []step{},
 			want:          []req{streamAt(""), watchAt("12")},
 			wantOps:       []string{"start", "replaced a@5", "end@10", "bookmark@11", "bookmark@12"},
-			afterBackoff:  []int{1},
+			immediate:     []int{1}, // the first short watch in a row, and it delivered
 			wantBookmarks: 2,
 		},
 		{
@@ -180,7 +191,8 @@ func TestTransportErrorsRewatchWithoutRelist(t *testing.T) {
 			want:         []req{list("0", DefaultPageSize), watchAt("10"), watchAt("12"), watchAt("12"), watchAt("12")},
 			wantOps:      []string{"start", "replaced a@5", "end@10", "add b@11", "update b@12"},
 			wantErrs:     []func(error) bool{isConnRefused, isConnRefused},
-			afterBackoff: []int{2, 3, 4},
+			immediate:    []int{2}, // the short watch delivered: re-watch at once
+			afterBackoff: []int{3, 4},
 		},
 		{
 			name:         "429 on watch start x2",

@@ -186,7 +186,8 @@ func (f *Fake[T]) DropEvents(n int) {
 
 // FailLists makes the next n List calls return err, wrapped in an *Error
 // with PhaseList. A nil err means a 500 InternalError. n <= 0 cancels
-// pending failures.
+// pending failures. An informer's streaming list is a Watch, not a List:
+// to refuse it too, use FailWatches as well (or FakeOptions.NoWatchList).
 func (f *Fake[T]) FailLists(n int, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
