@@ -144,29 +144,7 @@ func (w *Writer[T]) Entry(key Key) (Entry[T], bool) {
 // stored but left out of that index, and the returned error says so; a
 // change without an object or a key is skipped and reported the same way.
 func (w *Writer[T]) Apply(changes []Change[T]) (uint64, error) {
-	c := w.c
-	for {
-		s := c.set.Load()
-		var errs []error
-		for i := range changes {
-			ch := &changes[i]
-			if err := c.ready(ch, s); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		c.mu.Lock()
-		if c.cur != s {
-			c.mu.Unlock() // AddIndexers installed new indexes meanwhile
-			continue
-		}
-		for i := range changes {
-			c.applyLocked(&changes[i])
-		}
-		c.rev++
-		rev := c.rev
-		c.mu.Unlock()
-		return rev, errors.Join(errs...)
-	}
+	return w.c.write(changes, false)
 }
 
 // Replace makes the store hold exactly entries, as one write. When two
@@ -177,7 +155,13 @@ func (w *Writer[T]) Replace(entries []Entry[T]) (uint64, error) {
 	for i, e := range entries {
 		changes[i].Entry = e
 	}
-	c := w.c
+	return w.c.write(changes, true)
+}
+
+// write completes the index values of changes without the lock, then, under
+// it, empties the store if replace is set and makes the changes; it starts
+// over if AddIndexers installed new indexes meanwhile.
+func (c *core[T]) write(changes []Change[T], replace bool) (uint64, error) {
 	for {
 		s := c.set.Load()
 		var errs []error
@@ -191,12 +175,14 @@ func (w *Writer[T]) Replace(entries []Entry[T]) (uint64, error) {
 			c.mu.Unlock()
 			continue
 		}
-		c.items, c.vals, c.byNS = make(map[Key]T, len(entries)), map[Key][][]string{}, index{}
-		for i := range c.custom {
-			c.custom[i] = index{}
-		}
-		for i := range c.labels {
-			c.labels[i] = index{}
+		if replace {
+			c.items, c.vals, c.byNS = make(map[Key]T, len(changes)), map[Key][][]string{}, index{}
+			for i := range c.custom {
+				c.custom[i] = index{}
+			}
+			for i := range c.labels {
+				c.labels[i] = index{}
+			}
 		}
 		for i := range changes {
 			c.applyLocked(&changes[i])
