@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
 	"github.com/typedinformer/informer/cache"
@@ -100,6 +103,10 @@ func NewInformer[T cache.Object](src source.Source[T], opts Options[T]) (*Inform
 	if name == "" {
 		name = "objects"
 	}
+	tweak, err := requestOptions(opts)
+	if err != nil {
+		return nil, fmt.Errorf("typed: informer %s: %w", name, err)
+	}
 	w, err := cache.NewWriter(cache.Options[T]{
 		Indexers: opts.Indexers, LabelIndexes: opts.LabelIndexes,
 		Resource: res.GroupResource, Scope: res.Scope,
@@ -120,8 +127,29 @@ func NewInformer[T cache.Object](src source.Source[T], opts Options[T]) (*Inform
 		NoWatchList:     opts.NoWatchList || !source.SupportsWatchList(src),
 		MinWatchTimeout: opts.MinWatchTimeout,
 		Prepare:         inf.prepare,
+		Tweak:           tweak,
 	})
 	return inf, nil
+}
+
+// requestOptions checks the selectors of opts and returns the function
+// that sets them, and TweakListOptions, on every request; nil if none.
+func requestOptions[T cache.Object](opts Options[T]) (func(*metav1.ListOptions), error) {
+	if opts.LabelSelector == "" && opts.FieldSelector == "" && opts.TweakListOptions == nil {
+		return nil, nil
+	}
+	if _, err := labels.Parse(opts.LabelSelector); err != nil {
+		return nil, fmt.Errorf("Options.LabelSelector: %w", err)
+	}
+	if _, err := fields.ParseSelector(opts.FieldSelector); err != nil {
+		return nil, fmt.Errorf("Options.FieldSelector: %w", err)
+	}
+	return func(o *metav1.ListOptions) {
+		o.LabelSelector, o.FieldSelector = opts.LabelSelector, opts.FieldSelector
+		if opts.TweakListOptions != nil {
+			opts.TweakListOptions(o)
+		}
+	}, nil
 }
 
 // Name returns the informer's name, as errors and logs give it.

@@ -3,6 +3,7 @@ package typed
 import (
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/typedinformer/informer/cache"
@@ -48,6 +49,14 @@ type Options[T cache.Object] struct {
 	// informer; it should not block for long. A panic in it is recovered
 	// and logged. Default: errors are logged (klog, from Run's context).
 	ErrorHandler func(error)
+	// LabelSelector and FieldSelector restrict the informer to the objects
+	// they select, on every list and watch (as a label or field selector in
+	// kubectl). An invalid one fails NewInformer. Default: everything.
+	LabelSelector, FieldSelector string
+	// TweakListOptions, if set, changes the options of every list and
+	// watch request after the selectors are set, for what the other
+	// options do not cover. It must change them the same way every time.
+	TweakListOptions func(*metav1.ListOptions)
 	// NoWatchList turns off the streaming initial list (sendInitialEvents).
 	// Default: false, it is tried when the source does not say it cannot
 	// stream (source.SupportsWatchList: client-go's fake clientsets say

@@ -73,7 +73,7 @@ func (r *Reflector[T]) listPages(ctx context.Context, rv string) (string, error)
 		opts.Limit = r.opts.PageSize
 	}
 	for {
-		page, err := r.src.List(ctx, opts)
+		page, err := r.src.List(ctx, r.request(opts))
 		if err != nil && opts.Continue != "" && (isExpired(err) || apierrors.IsBadRequest(err)) {
 			klog.FromContext(ctx).V(2).Info("continue token refused, listing again without paging", "err", err)
 			r.lists.Add(1)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
@@ -53,6 +54,10 @@ type Options[T cache.Object] struct {
 	// full jitter. It goes back to its start once a watch has lasted a
 	// second: the source is healthy again.
 	Backoff *wait.Backoff
+	// Tweak, if set, changes the options of every list and watch request
+	// before it is sent: the informer sets label and field selectors here.
+	// It must set the same selectors every time.
+	Tweak func(*metav1.ListOptions)
 	// Prepare turns an object from the source into the entry to queue, for
 	// a delta of type t (Added, Updated, Deleted or Replaced). An error
 	// refuses the object: the reflector reports it and relists after a
@@ -143,6 +148,14 @@ func New[T cache.Object](src source.Source[T], sink Sink[T], opts Options[T]) *R
 		noWatchList: opts.NoWatchList,
 		changed:     make(chan struct{}),
 	}
+}
+
+// request returns opts as Options.Tweak changes them.
+func (r *Reflector[T]) request(opts metav1.ListOptions) metav1.ListOptions {
+	if r.opts.Tweak != nil {
+		r.opts.Tweak(&opts)
+	}
+	return opts
 }
 
 // keyEntry is the default Prepare.

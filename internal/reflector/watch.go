@@ -92,11 +92,11 @@ func (r *Reflector[T]) watch(ctx context.Context, w source.Watcher[T]) error {
 // startWatch opens a watch from the last synced version.
 func (r *Reflector[T]) startWatch(ctx context.Context) (source.Watcher[T], error) {
 	r.watches.Add(1)
-	return r.src.Watch(ctx, metav1.ListOptions{
+	return r.src.Watch(ctx, r.request(metav1.ListOptions{
 		ResourceVersion:     r.LastSyncResourceVersion(),
 		TimeoutSeconds:      r.watchTimeout(),
 		AllowWatchBookmarks: true,
-	})
+	}))
 }
 
 // unavailable handles a resourceVersion the server no longer (410) or not

@@ -34,13 +34,13 @@ func (r *Reflector[T]) watchList(ctx context.Context) (source.Watcher[T], error)
 			r.relists.Add(1)
 		}
 		send := true
-		w, err := r.src.Watch(ctx, metav1.ListOptions{
+		w, err := r.src.Watch(ctx, r.request(metav1.ListOptions{
 			ResourceVersion:      rv,
 			ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
 			SendInitialEvents:    &send,
 			AllowWatchBookmarks:  true,
 			TimeoutSeconds:       r.watchTimeout(),
-		})
+		}))
 		if err == nil {
 			var endRV string
 			endRV, err = r.streamInitial(ctx, w)
