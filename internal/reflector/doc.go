@@ -36,8 +36,10 @@
 //     800ms once a watch has lasted a second: a healthy source is retried
 //     promptly after its next error. (client-go resets it every two
 //     minutes, whatever happened.)
-//   - A streaming list the server refuses (400, 422, 405, 406) switches to
-//     LIST for good; one that fails for a transient reason is retried; any
+//   - A streaming list the server refuses (400, 422, 405, 406), or one that
+//     goes 30 seconds without an event before its end bookmark (a proxy or
+//     a fake that never sends it), switches to LIST for good, the latter
+//     reported; one that fails for a transient reason is retried; any
 //     other failure but an RBAC error or a missing resource is reported
 //     before the LIST fallback.
 //   - Before the first list succeeds, a LIST the server refuses as

@@ -366,11 +366,12 @@ func (r *Reflector[T]) listAndWatch(ctx context.Context) error {
 			return err
 		case err != nil:
 			klog.FromContext(ctx).V(3).Info("streaming list failed, falling back to LIST", "err", err)
-			if refusesWatchList(err) {
+			if refusesWatchList(err) || errors.Is(err, errNoProgress) {
 				r.mu.Lock()
 				r.noWatchList = true
 				r.mu.Unlock()
-			} else if !NeedsIntervention(err) {
+			}
+			if !refusesWatchList(err) && !NeedsIntervention(err) {
 				// A bad frame or a server error is an error, not a refusal;
 				// RBAC errors and a missing resource the LIST reports itself.
 				r.report(ctx, err)

@@ -367,3 +367,26 @@ func isUnavailable(err error) bool {
 	var s interface{ Status() metav1.Status }
 	return errors.As(err, &s) && s.Status().Code == 503
 }
+
+// A streaming list whose end bookmark never comes (client-go's fake
+// clientset behind a ListerWatcher that does not declare it, a proxy that
+// drops bookmarks) used to wait until the watch timed out, five minutes
+// or more, and then again: WaitForSync never returned. Now a stream that
+// goes streamStall without an event is given up on, the reason is
+// reported, and LIST is used from then on.
+func TestStalledStreamingListFallsBackToList(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tt := watchCase{
+			lists:    []step{page("10", "", pod("a", "5"))},
+			watchs:   []step{hangs(added("a", "5")), hangs().final()},
+			want:     []req{streamAt(""), list("0", DefaultPageSize), watchAt("10")},
+			wantOps:  []string{"start", "replaced a@5", "start", "replaced a@5", "end@10"},
+			wantErrs: []func(error) bool{func(err error) bool { return errors.Is(err, errNoProgress) }},
+		}
+		h := tt.run(t)
+		calls := h.src.recorded()
+		if g := calls[1].at - calls[0].at; g != streamStall {
+			t.Errorf("LIST came %v after the stream started, want %v (the stall bound)", g, streamStall)
+		}
+	})
+}

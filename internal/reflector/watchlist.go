@@ -3,6 +3,9 @@ package reflector
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -14,6 +17,14 @@ import (
 
 // errNoEndBookmark: the stream ended before the initial-events-end bookmark.
 var errNoEndBookmark = errors.New("streaming list ended before its end bookmark")
+
+// errNoProgress: the stream stalled before the end bookmark.
+var errNoProgress = errors.New("streaming list made no progress")
+
+// streamStall is how long a streaming list may go without an event before
+// its end bookmark: a source that never sends the bookmark (a proxy that
+// drops it, a fake) is given up on, and LIST is used from then on.
+const streamStall = 30 * time.Second
 
 // watchList streams the initial state (sendInitialEvents) and hands it to
 // the sink as one list while it arrives; the list ends at the end bookmark,
@@ -59,6 +70,8 @@ func (r *Reflector[T]) watchList(ctx context.Context) (source.Watcher[T], error)
 			return nil, err
 		case isWriteError(err):
 			return nil, err
+		case errors.Is(err, errNoProgress):
+			return nil, err // the caller reports it and lists instead
 		case errors.Is(err, errNoEndBookmark), isTransient(err):
 			r.report(ctx, err)
 			if !r.sleep(ctx) {
@@ -88,8 +101,16 @@ func (r *Reflector[T]) streamInitial(ctx context.Context, w source.Watcher[T]) (
 	if err := r.pushOne(fifo.Delta[T]{Type: fifo.ReplaceStart}); err != nil {
 		return "", err
 	}
+	// A watchdog stops the stream if no event arrives for streamStall.
+	var stalled atomic.Bool
+	dog := time.AfterFunc(streamStall, func() { stalled.Store(true); w.Stop() })
+	defer dog.Stop()
 	for {
 		ev, err := w.Next(ctx)
+		if stalled.Load() {
+			return "", fmt.Errorf("%w for %v before its end bookmark; using LIST", errNoProgress, streamStall)
+		}
+		dog.Reset(streamStall)
 		if err != nil {
 			if errors.Is(err, source.ErrWatchClosed) {
 				return "", errNoEndBookmark
