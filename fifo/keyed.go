@@ -43,12 +43,17 @@ func (it Item[T]) Newest() Delta[T] {
 // Writes may come from any goroutine; Pop is for a single consumer.
 type KeyedQueue[T cache.Object] struct {
 	mu     sync.Mutex
-	items  map[cache.Key][]Delta[T]
-	keys   sliceQueue[cache.Key]
-	known  map[cache.Key]T
-	closed bool
-	wake   chan struct{}
-	done   chan struct{}
+	items  map[cache.Key]int32 // a queued key's chain
+	chains []chain             // per queued key; the free ones are listed in freeChains
+	nodes  []node[T]           // every queued delta; the free ones form a list
+	free   int32               // first free node, or -1
+	keys   sliceQueue[int32]   // the queued keys' chains, in arrival order
+
+	freeChains []int32
+	known      map[cache.Key]T
+	closed     bool
+	wake       chan struct{}
+	done       chan struct{}
 
 	// populated is set by the first write of any kind; initialCount is the
 	// number of keys of the first Replace still to be popped.
@@ -60,7 +65,8 @@ type KeyedQueue[T cache.Object] struct {
 // Pop hands out one key at a time.
 func NewKeyed[T cache.Object](_ Options) *KeyedQueue[T] {
 	return &KeyedQueue[T]{
-		items: map[cache.Key][]Delta[T]{},
+		items: map[cache.Key]int32{},
+		free:  -1,
 		known: map[cache.Key]T{},
 		wake:  make(chan struct{}, 1),
 		done:  make(chan struct{}),
@@ -121,11 +127,12 @@ func (q *KeyedQueue[T]) Replace(list []cache.Entry[T], _ string) error {
 		q.queueLocked(e.Key, Delta[T]{Type: Replaced, Entry: e})
 	}
 	for i := range q.keys.len() { // in queue order, for determinism
-		k := q.keys.at(i)
+		c := &q.chains[q.keys.at(i)]
+		k := c.key
 		if _, ok := listed[k]; ok {
 			continue
 		}
-		last := q.items[k][len(q.items[k])-1].Object
+		last := q.nodes[c.tail].d.Object
 		q.queueLocked(k, Delta[T]{Type: Deleted, Entry: cache.Entry[T]{Key: k, Object: last}, FinalStateUnknown: true})
 	}
 	for k, obj := range q.known {
@@ -161,26 +168,90 @@ func (q *KeyedQueue[T]) Resync() error {
 	return nil
 }
 
+// node is one queued delta, linked to the key's next one. Deltas live in
+// a pool of nodes reused across keys, so that queueing allocates nothing in
+// steady state and Pop copies a key's deltas into one slice of exactly
+// their number.
+type node[T cache.Object] struct {
+	d    Delta[T]
+	next int32 // the key's next node, or the next free node; -1: none
+}
+
+// chain is a queued key's deltas: the first and last node, and their
+// count.
+type chain struct {
+	key        cache.Key
+	head, tail int32
+	n          int
+}
+
 // queueLocked appends d to k's deltas, collapsing two consecutive
 // deletions into one (preferring a known final state).
 func (q *KeyedQueue[T]) queueLocked(k cache.Key, d Delta[T]) {
-	old, queued := q.items[k]
-	ds := append(old, d)
-	if n := len(ds); n >= 2 && ds[n-1].Type == Deleted && ds[n-2].Type == Deleted {
-		if ds[n-2].FinalStateUnknown {
-			ds[n-2] = ds[n-1]
+	ci, queued := q.items[k]
+	switch {
+	case !queued:
+		i := q.newNode(d)
+		ci = q.newChain(chain{key: k, head: i, tail: i, n: 1})
+		q.items[k] = ci
+		q.keys.push(ci)
+	case d.Type == Deleted && q.nodes[q.chains[ci].tail].d.Type == Deleted:
+		if t := &q.nodes[q.chains[ci].tail].d; t.FinalStateUnknown {
+			*t = d
 		}
-		ds[n-1] = Delta[T]{}
-		ds = ds[:n-1]
-	}
-	q.items[k] = ds
-	if !queued {
-		q.keys.push(k)
+	default:
+		c := &q.chains[ci]
+		i := q.newNode(d)
+		q.nodes[c.tail].next = i
+		c.tail = i
+		c.n++
 	}
 	select {
 	case q.wake <- struct{}{}:
 	default:
 	}
+}
+
+// newNode stores d in a free node, or a new one.
+func (q *KeyedQueue[T]) newNode(d Delta[T]) int32 {
+	if i := q.free; i >= 0 {
+		q.free = q.nodes[i].next
+		q.nodes[i] = node[T]{d: d, next: -1}
+		return i
+	}
+	q.nodes = append(q.nodes, node[T]{d: d, next: -1})
+	return int32(len(q.nodes) - 1)
+}
+
+// newChain stores c in a free chain slot, or a new one.
+func (q *KeyedQueue[T]) newChain(c chain) int32 {
+	if n := len(q.freeChains); n > 0 {
+		i := q.freeChains[n-1]
+		q.freeChains = q.freeChains[:n-1]
+		q.chains[i] = c
+		return i
+	}
+	q.chains = append(q.chains, c)
+	return int32(len(q.chains) - 1)
+}
+
+// takeLocked removes chain ci's key and deltas from the queue and returns
+// them, oldest first; the chain and its nodes are freed for reuse.
+func (q *KeyedQueue[T]) takeLocked(ci int32) (cache.Key, []Delta[T]) {
+	c := q.chains[ci]
+	q.chains[ci] = chain{}
+	q.freeChains = append(q.freeChains, ci)
+	delete(q.items, c.key)
+	ds := make([]Delta[T], 0, c.n)
+	for i := c.head; i >= 0; {
+		n := &q.nodes[i]
+		ds = append(ds, n.d)
+		next := n.next
+		*n = node[T]{next: q.free}
+		q.free = i
+		i = next
+	}
+	return c.key, ds
 }
 
 // Pop waits for a key and hands it out with its deltas; from then on the
@@ -191,9 +262,8 @@ func (q *KeyedQueue[T]) Pop(ctx context.Context) (Item[T], error) {
 	for {
 		q.mu.Lock()
 		if q.keys.len() > 0 {
-			k := q.keys.pop()
-			it := Item[T]{Key: k, Deltas: q.items[k], Initial: q.initialCount > 0}
-			delete(q.items, k)
+			k, ds := q.takeLocked(q.keys.pop())
+			it := Item[T]{Key: k, Deltas: ds, Initial: q.initialCount > 0}
 			if it.Initial {
 				q.initialCount--
 			}
