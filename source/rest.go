@@ -1,0 +1,192 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/typedinformer/informer/cache"
+)
+
+// RESTOptions configure [FromConfig]. The zero value serves T from
+// client-go's scheme over JSON, in every namespace, mapping its kind to a
+// resource through discovery.
+type RESTOptions struct {
+	// Scheme is where T's GroupVersionKind is looked up: client-go's
+	// kubernetes/scheme if nil. A CRD's Go struct works once it is
+	// registered in a scheme (scheme.AddKnownTypes), or with
+	// GroupVersionKind set and no scheme at all.
+	Scheme *runtime.Scheme
+	// GroupVersionKind names T's kind when it is not (or ambiguously) in
+	// Scheme. If set, Scheme is not consulted.
+	GroupVersionKind schema.GroupVersionKind
+	// Mapper maps the kind to its resource and scope. If nil, a
+	// discovery-based mapper over the config is made and cached for the
+	// source's life; share one (restmapper.NewDeferredDiscoveryRESTMapper)
+	// across many sources to discover once.
+	Mapper meta.RESTMapper
+	// HTTPClient carries the requests; if nil, one is made from the
+	// config (rest.HTTPClientFor). Share one across many sources to share
+	// connections.
+	HTTPClient *http.Client
+	// Namespace limits a namespaced resource to one namespace; "" lists
+	// and watches every namespace. It must be "" for a cluster-scoped one.
+	Namespace string
+	// Protobuf asks for protobuf on the wire. Only built-in types have a
+	// protobuf encoding; it is decoded by client-go's codecs from Scheme,
+	// not by the single-pass JSON decoder.
+	Protobuf bool
+}
+
+// FromConfig lists and watches T's resource through a REST client made
+// from cfg. It finds T's GroupVersionKind in opts.Scheme (or takes
+// opts.GroupVersionKind), the resource and its scope from a REST mapper,
+// and decodes each JSON list and watch event once, straight into T, with
+// the API machinery's case-sensitive JSON decoder:
+//
+//	src, err := source.FromConfig[*appsv1.Deployment](cfg, source.RESTOptions{Namespace: "shop"})
+//
+// It fails for a nil config, a T that is not a pointer to a struct, a T
+// whose kind it cannot tell, a kind the server does not serve (the
+// mapping is asked once, here, through discovery unless opts.Mapper is
+// set), and a namespace for a cluster-scoped resource.
+func FromConfig[T cache.Object](cfg *rest.Config, opts RESTOptions) (Source[T], error) {
+	if cfg == nil {
+		return nil, fmt.Errorf("%w: FromConfig: nil config", ErrNilSource)
+	}
+	newT, err := newObjectFunc[T]()
+	if err != nil {
+		return nil, err
+	}
+	gvk, err := kindOf(newT(), opts)
+	if err != nil {
+		return nil, err
+	}
+	codecs := clientgoscheme.Codecs
+	if opts.Scheme != nil {
+		codecs = serializer.NewCodecFactory(opts.Scheme)
+	}
+	c := rest.CopyConfig(cfg)
+	c.GroupVersion = &schema.GroupVersion{Group: gvk.Group, Version: gvk.Version}
+	c.APIPath = "/apis"
+	if gvk.Group == "" {
+		c.APIPath = "/api"
+	}
+	c.NegotiatedSerializer = codecs.WithoutConversion()
+	c.ContentType, c.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+	if opts.Protobuf {
+		c.ContentType = runtime.ContentTypeProtobuf
+		c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	}
+	if c.UserAgent == "" {
+		c.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		if hc, err = rest.HTTPClientFor(c); err != nil {
+			return nil, fmt.Errorf("source: FromConfig: %w", err)
+		}
+	}
+	mapper := opts.Mapper
+	if mapper == nil {
+		dc, err := discovery.NewDiscoveryClientForConfigAndClient(c, hc)
+		if err != nil {
+			return nil, fmt.Errorf("source: FromConfig: %w", err)
+		}
+		mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	}
+	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, fmt.Errorf("source: FromConfig[%v]: map %v to a resource: %w", reflect.TypeFor[T](), gvk, err)
+	}
+	namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
+	if !namespaced && opts.Namespace != "" {
+		return nil, fmt.Errorf("source: FromConfig: %v is cluster-scoped: Namespace must be empty, not %q", m.Resource.GroupResource(), opts.Namespace)
+	}
+	rc, err := rest.RESTClientForConfigAndClient(c, hc)
+	if err != nil {
+		return nil, fmt.Errorf("source: FromConfig: %w", err)
+	}
+	r := Resource{GroupResource: m.Resource.GroupResource(), Scope: cache.ScopeCluster}
+	if namespaced {
+		r.Scope = cache.ScopeNamespaced
+	}
+	req := func(opts metav1.ListOptions, ns string) *rest.Request {
+		q := rc.Get().NamespaceIfScoped(ns, namespaced).Resource(m.Resource.Resource).VersionedParams(&opts, metav1.ParameterCodec)
+		if opts.TimeoutSeconds != nil {
+			q = q.Timeout(time.Duration(*opts.TimeoutSeconds) * time.Second)
+		}
+		return q
+	}
+	if opts.Protobuf {
+		ns := opts.Namespace
+		return &runtimeSource[T]{
+			list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return req(o, ns).Do(ctx).Get()
+			},
+			watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				o.Watch = true
+				return req(o, ns).Watch(ctx)
+			},
+			resource:  r,
+			watchList: true,
+		}, nil
+	}
+	return &restSource[T]{request: req, namespace: opts.Namespace, resource: r, gvk: gvk}, nil
+}
+
+// newObjectFunc returns a function making a new, empty T, or an error if
+// T is not a pointer to a struct (the only objects a decoder can fill).
+func newObjectFunc[T cache.Object]() (func() T, error) {
+	rt := reflect.TypeFor[T]()
+	if rt.Kind() != reflect.Pointer || rt.Elem().Kind() != reflect.Struct {
+		return nil, fmt.Errorf("%w: %v is not a pointer to a struct", ErrWrongType, rt)
+	}
+	elem := rt.Elem()
+	return func() T {
+		t, _ := reflect.New(elem).Interface().(T)
+		return t
+	}, nil
+}
+
+// ErrUnknownKind is wrapped by the errors of [FromConfig] when T's
+// GroupVersionKind cannot be told.
+var ErrUnknownKind = errors.New("source: unknown kind")
+
+// kindOf returns the GroupVersionKind of obj's type: opts.GroupVersionKind,
+// or the one kind opts.Scheme (client-go's by default) registered it as.
+func kindOf(obj runtime.Object, opts RESTOptions) (schema.GroupVersionKind, error) {
+	if gvk := opts.GroupVersionKind; !gvk.Empty() {
+		if gvk.Kind == "" || gvk.Version == "" {
+			return schema.GroupVersionKind{}, fmt.Errorf("%w: GroupVersionKind %v needs a version and a kind", ErrUnknownKind, gvk)
+		}
+		return gvk, nil
+	}
+	s := opts.Scheme
+	if s == nil {
+		s = clientgoscheme.Scheme
+	}
+	gvks, _, err := s.ObjectKinds(obj)
+	if err != nil {
+		return schema.GroupVersionKind{}, fmt.Errorf("%w: %T is not in the scheme (register it, or set RESTOptions.GroupVersionKind): %w", ErrUnknownKind, obj, err)
+	}
+	if len(gvks) != 1 {
+		return schema.GroupVersionKind{}, fmt.Errorf("%w: %T is registered as %v: set RESTOptions.GroupVersionKind to choose", ErrUnknownKind, obj, gvks)
+	}
+	return gvks[0], nil
+}

@@ -1,0 +1,246 @@
+package source
+
+import (
+	"bufio"
+	"context"
+	gojson "encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/json"
+
+	"github.com/typedinformer/informer/cache"
+)
+
+// restSource lists and watches over a REST client and decodes the JSON
+// bodies itself, each value once, straight into T.
+type restSource[T cache.Object] struct {
+	request   func(opts metav1.ListOptions, namespace string) *rest.Request
+	namespace string
+	resource  Resource
+	gvk       schema.GroupVersionKind
+}
+
+// Resource tells the mapped resource and its scope.
+func (s *restSource[T]) Resource() Resource { return s.resource }
+
+// SupportsWatchList is true: an API server streams lists, or refuses them
+// with an error the informer falls back on.
+func (s *restSource[T]) SupportsWatchList() bool { return true }
+
+// restList is a list body: its metadata and items, decoded in one pass.
+type restList[T cache.Object] struct {
+	Metadata metav1.ListMeta `json:"metadata"`
+	Items    []T             `json:"items"`
+}
+
+func (s *restSource[T]) List(ctx context.Context, opts metav1.ListOptions) (List[T], error) {
+	body, err := s.request(opts, s.namespace).Stream(ctx)
+	if err != nil {
+		return List[T]{}, &Error{Phase: PhaseList, Err: err}
+	}
+	defer body.Close()
+	var l restList[T]
+	if err := json.NewDecoderCaseSensitivePreserveInts(body).Decode(&l); err != nil {
+		return List[T]{}, &Error{Phase: PhaseList, Err: fmt.Errorf("%w: decode %v list: %w", ErrMalformed, s.resource, err)}
+	}
+	for i, obj := range l.Items {
+		if err := s.check(obj); err != nil {
+			return List[T]{}, &Error{Phase: PhaseList, Err: fmt.Errorf("item %d: %w", i, err)}
+		}
+	}
+	return List[T]{Items: l.Items, ResourceVersion: l.Metadata.ResourceVersion, Continue: l.Metadata.Continue}, nil
+}
+
+// check refuses a nil object or one of another kind, and clears the kind
+// the body carried, as client-go's typed clients do.
+func (s *restSource[T]) check(obj T) error {
+	var zero T
+	if obj == zero {
+		return fmt.Errorf("%w: want %T, got null", ErrNilObject, zero)
+	}
+	ok := obj.GetObjectKind()
+	if gvk := ok.GroupVersionKind(); gvk.Kind != "" && gvk != s.gvk {
+		return fmt.Errorf("%w: want %v, got %v", ErrWrongType, s.gvk, gvk)
+	}
+	ok.SetGroupVersionKind(schema.GroupVersionKind{})
+	return nil
+}
+
+func (s *restSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (Watcher[T], error) {
+	opts.Watch = true
+	ctx, cancel := context.WithCancel(ctx)
+	body, err := s.request(opts, s.namespace).Stream(ctx)
+	if err != nil {
+		cancel()
+		return nil, &Error{Phase: PhaseWatchStart, Err: err}
+	}
+	w := &restWatcher[T]{src: s, ctx: ctx, cancel: cancel, body: body}
+	w.dec = json.NewDecoderCaseSensitivePreserveInts(bufio.NewReaderSize(body, 32<<10))
+	return w, nil
+}
+
+// restWatcher decodes a JSON watch stream on the caller's goroutine: the
+// event's type, then its object straight into T (or into a Status for an
+// ERROR event).
+type restWatcher[T cache.Object] struct {
+	src     *restSource[T]
+	ctx     context.Context
+	cancel  context.CancelFunc
+	body    io.ReadCloser
+	dec     json.Decoder
+	stopped atomic.Bool
+	once    sync.Once
+}
+
+func (w *restWatcher[T]) Stop() {
+	w.once.Do(func() {
+		w.stopped.Store(true)
+		w.cancel()
+		_ = w.body.Close()
+	})
+}
+
+func (w *restWatcher[T]) Next(ctx context.Context) (Event[T], error) {
+	if err := ctx.Err(); err != nil {
+		return Event[T]{}, err
+	}
+	if w.stopped.Load() {
+		return Event[T]{}, ErrWatchClosed
+	}
+	if ctx != w.ctx {
+		// A read blocks in the body; ending ctx ends the stream.
+		defer context.AfterFunc(ctx, w.Stop)()
+	}
+	ev, err := w.decode()
+	switch {
+	case err == nil:
+		return ev, nil
+	case ctx.Err() != nil:
+		return Event[T]{}, ctx.Err()
+	case w.stopped.Load(), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed), errors.Is(err, context.Canceled):
+		return Event[T]{}, ErrWatchClosed
+	}
+	var se *Error
+	if errors.As(err, &se) {
+		return Event[T]{}, err
+	}
+	if isJSONError(err) {
+		return Event[T]{}, &Error{Phase: PhaseWatch, Err: fmt.Errorf("%w: %w", ErrMalformed, err)}
+	}
+	// Anything else is the connection failing: the stream has ended.
+	return Event[T]{}, ErrWatchClosed
+}
+
+// isJSONError tells a body that is not JSON, or not the expected JSON,
+// from a failing read.
+func isJSONError(err error) bool {
+	var te *gojson.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return true
+	}
+	ok, _ := json.SyntaxErrorOffset(err)
+	return ok
+}
+
+// decode reads one {"type": ..., "object": ...} value.
+func (w *restWatcher[T]) decode() (Event[T], error) {
+	if err := w.delim('{'); err != nil {
+		return Event[T]{}, err
+	}
+	var (
+		typ    watch.EventType
+		obj    T
+		status *metav1.Status
+		early  gojson.RawMessage // an object that came before its type
+		seen   bool
+	)
+	for w.dec.More() {
+		tok, err := w.dec.Token()
+		if err != nil {
+			return Event[T]{}, err
+		}
+		switch tok {
+		case "type":
+			var t string
+			if err := w.dec.Decode(&t); err != nil {
+				return Event[T]{}, err
+			}
+			typ = watch.EventType(t)
+		case "object":
+			seen = true
+			switch typ {
+			case "":
+				err = w.dec.Decode(&early)
+			case watch.Error:
+				err = w.dec.Decode(&status)
+			default:
+				err = w.dec.Decode(&obj)
+			}
+			if err != nil {
+				return Event[T]{}, err
+			}
+		default:
+			var skip gojson.RawMessage
+			if err := w.dec.Decode(&skip); err != nil {
+				return Event[T]{}, err
+			}
+		}
+	}
+	if err := w.delim('}'); err != nil {
+		return Event[T]{}, err
+	}
+	if early != nil {
+		var err error
+		if typ == watch.Error {
+			err = json.UnmarshalCaseSensitivePreserveInts(early, &status)
+		} else {
+			err = json.UnmarshalCaseSensitivePreserveInts(early, &obj)
+		}
+		if err != nil {
+			return Event[T]{}, err
+		}
+	}
+	return w.event(typ, obj, status, seen)
+}
+
+// event checks a decoded event and makes it an Event or a stream error.
+func (w *restWatcher[T]) event(typ watch.EventType, obj T, status *metav1.Status, seen bool) (Event[T], error) {
+	switch typ {
+	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
+		if !seen {
+			return Event[T]{}, &Error{Phase: PhaseWatch, Err: fmt.Errorf("%w: %s event without an object", ErrMalformed, typ)}
+		}
+		if err := w.src.check(obj); err != nil {
+			return Event[T]{}, &Error{Phase: PhaseWatch, Err: fmt.Errorf("%s event: %w", typ, err)}
+		}
+		return Event[T]{Type: typ, Object: obj}, nil
+	case watch.Error:
+		if status == nil {
+			return Event[T]{}, &Error{Phase: PhaseWatch, Err: fmt.Errorf("%w: error event without a status", ErrMalformed)}
+		}
+		return Event[T]{}, &Error{Phase: PhaseWatch, Err: apierrors.FromObject(status)}
+	}
+	return Event[T]{}, &Error{Phase: PhaseWatch, Err: fmt.Errorf("%w: unknown watch event type %q", ErrMalformed, typ)}
+}
+
+// delim reads the delimiter d, or fails.
+func (w *restWatcher[T]) delim(d gojson.Delim) error {
+	tok, err := w.dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok != d {
+		return &Error{Phase: PhaseWatch, Err: fmt.Errorf("%w: want %v, got %v", ErrMalformed, d, tok)}
+	}
+	return nil
+}
