@@ -1,0 +1,134 @@
+package clientgo
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientcache "k8s.io/client-go/tools/cache"
+
+	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/handler"
+	"github.com/typedinformer/informer/typed"
+)
+
+// eventHandler is a typed handler that calls a client-go handler.
+type eventHandler[T cache.Object] struct {
+	h clientcache.ResourceEventHandler
+}
+
+// OnAdd passes obj on.
+func (e eventHandler[T]) OnAdd(obj T, isInInitialList bool) { e.h.OnAdd(obj, isInInitialList) }
+
+// OnUpdate passes both objects on.
+func (e eventHandler[T]) OnUpdate(oldObj, newObj T) { e.h.OnUpdate(oldObj, newObj) }
+
+// OnDelete passes the deleted object on, or, for a deletion inferred from a
+// relist, the tombstone client-go gives there: the key and the last state
+// the cache held. A deletion of an object nothing is known of (the zero T)
+// is a tombstone without Obj, never a nil object.
+func (e eventHandler[T]) OnDelete(d handler.Deleted[T]) {
+	var zero T
+	if !d.FinalStateUnknown && d.Object != zero {
+		e.h.OnDelete(d.Object)
+		return
+	}
+	tomb := clientcache.DeletedFinalStateUnknown{Key: d.Key.String()}
+	if d.Object != zero {
+		tomb.Obj = d.Object
+	}
+	e.h.OnDelete(tomb)
+}
+
+// registration is the client-go handle of a handler added through a view.
+type registration[T cache.Object] struct {
+	view    *view[T]
+	reg     *typed.Registration
+	checker *syncChecker
+	removed atomic.Bool
+}
+
+// HasSynced reports whether the handler has been called for every object
+// of the initial list (or of the cache when it was added).
+func (r *registration[T]) HasSynced() bool { return r.reg.HasSynced() }
+
+// HasSyncedChecker returns a DoneChecker whose channel is closed once
+// HasSynced is true. The first Done call starts a goroutine that ends when
+// the handler syncs, is removed, or its informer stops.
+func (r *registration[T]) HasSyncedChecker() clientcache.DoneChecker { return r.checker }
+
+// gone reports whether the handler can no longer sync.
+func (r *registration[T]) gone() bool { return r.removed.Load() || r.view.probeStopped() }
+
+// controller is what GetController returns.
+type controller[T cache.Object] struct{ v *view[T] }
+
+// Run does nothing: the informer runs through the view's Run.
+func (controller[T]) Run(<-chan struct{}) {}
+
+// RunWithContext does nothing: the informer runs through the view's Run.
+func (controller[T]) RunWithContext(context.Context) {}
+
+// HasSynced is the informer's HasSynced.
+func (c controller[T]) HasSynced() bool { return c.v.HasSynced() }
+
+// HasSyncedChecker is the view's HasSyncedChecker.
+func (c controller[T]) HasSyncedChecker() clientcache.DoneChecker { return c.v.checker }
+
+// LastSyncResourceVersion is the informer's LastSyncResourceVersion.
+func (c controller[T]) LastSyncResourceVersion() string { return c.v.LastSyncResourceVersion() }
+
+// syncChecker is a client-go DoneChecker over a typed wait.
+type syncChecker struct {
+	name string
+	wait func(context.Context) error
+	gone func() bool // the informer stopped or the handler was removed
+
+	once sync.Once
+	done chan struct{}
+}
+
+func newSyncChecker(name string, wait func(context.Context) error, gone func() bool) *syncChecker {
+	return &syncChecker{name: name, wait: wait, gone: gone, done: make(chan struct{})}
+}
+
+// Name says what the checker waits for.
+func (c *syncChecker) Name() string { return c.name }
+
+// Done returns a channel closed once the wait succeeds. The first call
+// starts the goroutine that waits; it ends when the wait succeeds or can no
+// longer succeed (the informer stopped, the handler was removed).
+func (c *syncChecker) Done() <-chan struct{} {
+	c.once.Do(func() { go c.watch() })
+	return c.done
+}
+
+// Bounds of the pause between two waits that ended on an error a retry
+// cannot fix by itself (Forbidden, NotFound): such a wait returns at once
+// while the error lasts.
+const (
+	minPause = time.Second
+	maxPause = 30 * time.Second
+)
+
+func (c *syncChecker) watch() {
+	pause := minPause
+	for {
+		err := c.wait(context.Background())
+		if err == nil {
+			close(c.done)
+			return
+		}
+		if errors.Is(err, typed.ErrStopped) || errors.Is(err, typed.ErrRemoved) {
+			return
+		}
+		t := time.NewTimer(pause)
+		<-t.C
+		if c.gone() {
+			return
+		}
+		pause = min(2*pause, maxPause)
+	}
+}
