@@ -1,0 +1,138 @@
+package source_test
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
+
+	"github.com/typedinformer/informer/source"
+)
+
+// FromDynamic serves any resource as unstructured objects; the source
+// names its resource exactly, for informer names and NotFound errors.
+func ExampleFromDynamic() {
+	gvr := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{gvr: "WidgetList"},
+		&unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "example.com/v1", "kind": "Widget",
+			"metadata": map[string]any{"namespace": "shop", "name": "blue"},
+			"spec":     map[string]any{"size": int64(3)},
+		}})
+	src, err := source.FromDynamic(client, gvr, source.DynamicOptions{Namespace: "shop"})
+	if err != nil {
+		panic(err)
+	}
+	r := source.ResourceOf(src)
+	fmt.Println(r.GroupResource, r.Scope)
+
+	list, err := src.List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		panic(err)
+	}
+	for _, u := range list.Items { // u is an *unstructured.Unstructured
+		size, _, _ := unstructured.NestedInt64(u.Object, "spec", "size")
+		fmt.Println(u.GetNamespace(), u.GetName(), size)
+	}
+
+	_, err = source.FromDynamic(client, schema.GroupVersionResource{Resource: "widgets"}, source.DynamicOptions{})
+	fmt.Println(err)
+	// Output:
+	// widgets.example.com namespaced
+	// shop blue 3
+	// source: no resource: FromDynamic: resource "widgets" version "": a resource and a version are needed
+}
+
+// FromMetadata serves only the metadata of each object: a Secret's name,
+// labels and owners, never its data.
+func ExampleFromMetadata() {
+	scheme := metadatafake.NewTestScheme()
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		panic(err)
+	}
+	client := metadatafake.NewSimpleMetadataClient(scheme, &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "tls", Labels: map[string]string{"app": "web"}},
+	})
+	src, err := source.FromMetadata(client, schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, source.DynamicOptions{})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(source.ResourceOf(src).GroupResource)
+
+	list, err := src.List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		panic(err)
+	}
+	for _, m := range list.Items { // m is a *metav1.PartialObjectMetadata
+		fmt.Println(m.Kind, m.Namespace, m.Name, m.Labels)
+	}
+	// Output:
+	// secrets
+	// Secret shop tls map[app:web]
+}
+
+// Widget is a custom resource's Go type that no scheme knows.
+type Widget struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              WidgetSpec `json:"spec"`
+}
+
+// WidgetSpec is a Widget's spec.
+type WidgetSpec struct {
+	Size int64 `json:"size"`
+}
+
+// DeepCopyObject copies the widget, as controller-gen would write it.
+func (w *Widget) DeepCopyObject() runtime.Object {
+	c := *w
+	w.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
+	return &c
+}
+
+// Convert turns unstructured objects into a Go struct; one that does not
+// fit is an error naming it, never a panic.
+func ExampleConvert() {
+	gvr := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	widget := func(name string, size any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "example.com/v1", "kind": "Widget",
+			"metadata": map[string]any{"namespace": "shop", "name": name},
+			"spec":     map[string]any{"size": size},
+		}}
+	}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{gvr: "WidgetList"}, widget("blue", int64(3)))
+	dyn, err := source.FromDynamic(client, gvr, source.DynamicOptions{})
+	if err != nil {
+		panic(err)
+	}
+	src, err := source.Convert[*Widget](dyn)
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	list, err := src.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		panic(err)
+	}
+	for _, w := range list.Items { // w is a *Widget
+		fmt.Println(w.Namespace, w.Name, w.Spec.Size)
+	}
+
+	if _, err := client.Resource(gvr).Namespace("shop").Create(ctx, widget("odd", "large"), metav1.CreateOptions{}); err != nil {
+		panic(err)
+	}
+	_, err = src.List(ctx, metav1.ListOptions{})
+	fmt.Println(err)
+	// Output:
+	// shop blue 3
+	// list: source: object of the wrong type: Widget shop/odd into *source_test.Widget: unrecognized type: int64
+}
