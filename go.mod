@@ -3,6 +3,7 @@ module github.com/typedinformer/informer
 go 1.26.0
 
 require (
+	github.com/fsnotify/fsnotify v1.10.1
 	github.com/go-logr/logr v1.4.3
 	github.com/google/go-cmp v0.7.0
 	golang.org/x/sync v0.25.0
