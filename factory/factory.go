@@ -1,0 +1,230 @@
+package factory
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/typedinformer/informer/typed"
+)
+
+// DefaultMaxConcurrentLists is the bound on list requests in flight when
+// Options.MaxConcurrentLists is 0.
+const DefaultMaxConcurrentLists = 10
+
+// Errors of the factory's lifecycle.
+var (
+	// ErrStarted is returned by Start when the factory was started
+	// before: a factory runs once, as an informer does.
+	ErrStarted = errors.New("factory: already started")
+	// ErrStopped is returned by InformerFor and WaitForSync once Start has
+	// returned.
+	ErrStopped = errors.New("factory: stopped")
+	// ErrNoConfig is returned by InformerFor for a type with no
+	// registered source in a factory made without a rest.Config.
+	ErrNoConfig = errors.New("factory: no rest.Config and no registered source")
+)
+
+// Options configure [New]. The zero value serves every type of client-go's
+// scheme, with discovery and connections shared by all informers, at most
+// DefaultMaxConcurrentLists list requests in flight, no resync, and errors
+// logged.
+type Options struct {
+	// Scheme is where the Go types' kinds are looked up. Default:
+	// client-go's kubernetes/scheme. Add a CRD's Go struct to a scheme of
+	// your own (scheme.AddKnownTypes) to get informers for it.
+	Scheme *runtime.Scheme
+	// Mapper maps kinds to resources and scopes. Default: one
+	// discovery-based mapper over the config, with a memory cache,
+	// shared by every informer of the factory (a kind it does not know
+	// makes it discover again, so CRDs created later are found).
+	Mapper meta.RESTMapper
+	// HTTPClient carries every request of the factory's informers.
+	// Default: one client made from the config (rest.HTTPClientFor),
+	// so all informers share its connections.
+	HTTPClient *http.Client
+	// MaxConcurrentLists bounds the list requests in flight at once over
+	// all informers of the factory: LIST pages, and streaming lists until
+	// their initial events have ended. Watches are not bounded. Default
+	// (0): DefaultMaxConcurrentLists; a negative value means no bound.
+	MaxConcurrentLists int
+	// ResyncPeriod is the typed.Options.ResyncPeriod of every informer.
+	// Default: 0, no resync.
+	ResyncPeriod time.Duration
+	// ErrorHandler receives every error the informers recover from, each
+	// wrapped in an error naming its informer; see
+	// typed.Options.ErrorHandler. Default: errors are logged.
+	ErrorHandler func(error)
+}
+
+// Factory hands out informers shared by type and [Scope], runs them, and
+// waits for their sync: two parts of a program that ask for the pods of
+// one namespace get the same *typed.Informer and the server sees one
+// watch. Create it with [New], get informers with [InformerFor], run them
+// with Start.
+type Factory struct {
+	cfg    *rest.Config
+	opts   Options
+	mapper meta.RESTMapper
+	client *http.Client
+	sem    *semaphore.Weighted // nil: no bound
+
+	mu        sync.Mutex
+	state     state
+	informers map[key]entry
+	sources   map[reflect.Type]any // func(Scope) (source.Source[T], error), by T
+	group     *errgroup.Group
+	ctx       context.Context // Start's group context
+}
+
+type state uint8
+
+const (
+	idle state = iota
+	running
+	stopped
+)
+
+// entry is a shared informer of any type, as the factory runs and waits
+// for it.
+type entry interface {
+	base() *sharedBase
+	name() string
+	syncer() typed.Syncer
+	run(ctx context.Context) error
+}
+
+// New returns a factory whose informers read from the API server of cfg.
+// It makes no request: discovery happens when an informer is asked for.
+//
+// cfg may be nil; the factory then serves only the types given a source
+// with [Register] (in unit tests, a fake clientset's clients), and
+// InformerFor fails with ErrNoConfig for any other.
+func New(cfg *rest.Config, opts Options) (*Factory, error) {
+	f := &Factory{
+		cfg: cfg, opts: opts, mapper: opts.Mapper, client: opts.HTTPClient,
+		informers: map[key]entry{}, sources: map[reflect.Type]any{},
+	}
+	switch n := opts.MaxConcurrentLists; {
+	case n == 0:
+		f.sem = semaphore.NewWeighted(DefaultMaxConcurrentLists)
+	case n > 0:
+		f.sem = semaphore.NewWeighted(int64(n))
+	}
+	if cfg == nil {
+		return f, nil
+	}
+	if f.client == nil {
+		hc, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("factory: New: HTTP client: %w", err)
+		}
+		f.client = hc
+	}
+	if f.mapper == nil {
+		dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, f.client)
+		if err != nil {
+			return nil, fmt.Errorf("factory: New: discovery client: %w", err)
+		}
+		f.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	}
+	return f, nil
+}
+
+// Start runs every informer of the factory, and every informer asked for
+// later (at once), until ctx ends; it then stops them all, waits for their
+// goroutines and returns nil. If an informer cannot go on (its Run returns
+// an error, such as a field selector the server refuses), Start stops the
+// others and returns that error. A factory runs once: Start returns
+// ErrStarted if it was called before, while it runs or after it returned.
+//
+// Do not call Run on an informer of the factory: Start runs it.
+func (f *Factory) Start(ctx context.Context) error {
+	f.mu.Lock()
+	if f.state != idle {
+		f.mu.Unlock()
+		return ErrStarted
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	f.group, f.ctx, f.state = g, gctx, running
+	for _, e := range f.informers {
+		f.startLocked(e)
+	}
+	// The keeper holds the group open until ctx ends, so that informers
+	// asked for later can join it, and closes it to newcomers under mu
+	// before it returns.
+	g.Go(func() error {
+		<-gctx.Done()
+		f.mu.Lock()
+		f.state = stopped
+		f.mu.Unlock()
+		return nil
+	})
+	f.mu.Unlock()
+
+	err := g.Wait()
+	f.mu.Lock()
+	f.state = stopped
+	f.informers = map[key]entry{} // let the caches go with their last user
+	f.group, f.ctx = nil, nil
+	f.mu.Unlock()
+	return err
+}
+
+// startLocked runs e in the group under a context of its own, which its
+// last release cancels. f.mu is held and the factory is running.
+func (f *Factory) startLocked(e entry) {
+	ctx, cancel := context.WithCancel(f.ctx)
+	e.base().cancel = cancel
+	f.group.Go(func() error {
+		defer cancel()
+		return e.run(ctx)
+	})
+}
+
+// WaitForSync waits, at the same time, for every informer the factory has
+// when it is called, and returns nil once each has its initial list, or an
+// error that names every informer that did not sync and says why (its
+// *typed.NotSyncedError: Forbidden, NotFound, or ctx's end with the last
+// error). Each wait ends as typed.Informer.WaitForSync says: at once on an
+// error that needs someone to act, such as Forbidden.
+//
+// It may be called before Start (go f.Start(ctx); f.WaitForSync(ctx)): the
+// informers sync once started. It returns ErrStopped once Start has
+// returned.
+func (f *Factory) WaitForSync(ctx context.Context) error {
+	f.mu.Lock()
+	if f.state == stopped {
+		f.mu.Unlock()
+		return ErrStopped
+	}
+	entries := make([]entry, 0, len(f.informers))
+	for _, e := range f.informers {
+		entries = append(entries, e)
+	}
+	f.mu.Unlock()
+	slices.SortFunc(entries, func(a, b entry) int { return cmp.Compare(a.name(), b.name()) })
+	syncers := make([]typed.Syncer, len(entries))
+	for i, e := range entries {
+		syncers[i] = e.syncer()
+	}
+	if err := typed.WaitForCacheSync(ctx, syncers...); err != nil {
+		return fmt.Errorf("factory: informers not synced:\n%w", err)
+	}
+	return nil
+}

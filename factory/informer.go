@@ -1,0 +1,315 @@
+package factory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/source"
+	"github.com/typedinformer/informer/typed"
+)
+
+// Errors of InformerFor and Register.
+var (
+	// ErrBadScope is wrapped by the errors of InformerFor for a Scope it
+	// cannot serve: an invalid selector, or a Tweak without a TweakName.
+	ErrBadScope = errors.New("factory: invalid scope")
+	// ErrRegistered is returned by Register for a type that already has a
+	// registered source or an informer.
+	ErrRegistered = errors.New("factory: type already registered or in use")
+)
+
+// Scope says which objects of a type an informer holds. Two InformerFor
+// calls for the same type and an equal Scope share one informer; any
+// difference makes another informer, with a list and a watch of its own.
+//
+// Selectors are compared in their canonical form ("b=2,a=1" and "a=1, b=2"
+// are one scope). A Tweak cannot be compared, so it is known by its
+// TweakName: every caller that names the same tweak must pass the same
+// function, and the first caller's is the one used.
+type Scope struct {
+	// Namespace limits the informer to one namespace; "" means every
+	// namespace, and is the only choice for a cluster-scoped resource.
+	Namespace string
+	// LabelSelector and FieldSelector restrict the informer to the
+	// objects they select, as in kubectl; see typed.Options.
+	LabelSelector, FieldSelector string
+	// Tweak, if set, changes the options of every list and watch request
+	// after the selectors are set (typed.Options.TweakListOptions). It
+	// requires a TweakName.
+	Tweak func(*metav1.ListOptions)
+	// TweakName names Tweak in the sharing key and in the informer's
+	// name. It must be set with Tweak, and only with it.
+	TweakName string
+}
+
+// key identifies a shared informer: T and the canonical scope.
+type key struct {
+	typ                              reflect.Type
+	namespace, labels, fields, tweak string
+}
+
+// keyOf checks s and returns its key for T.
+func keyOf[T cache.Object](s Scope) (key, error) {
+	k := key{typ: reflect.TypeFor[T](), namespace: s.Namespace, tweak: s.TweakName}
+	ls, err := labels.Parse(s.LabelSelector)
+	if err != nil {
+		return key{}, fmt.Errorf("%w: LabelSelector %q: %w", ErrBadScope, s.LabelSelector, err)
+	}
+	k.labels = ls.String()
+	fs, err := fields.ParseSelector(s.FieldSelector)
+	if err != nil {
+		return key{}, fmt.Errorf("%w: FieldSelector %q: %w", ErrBadScope, s.FieldSelector, err)
+	}
+	k.fields = fs.String()
+	switch {
+	case s.Tweak != nil && s.TweakName == "":
+		return key{}, fmt.Errorf("%w: a Tweak needs a TweakName to be shared by", ErrBadScope)
+	case s.Tweak == nil && s.TweakName != "":
+		return key{}, fmt.Errorf("%w: TweakName %q without a Tweak", ErrBadScope, s.TweakName)
+	}
+	return k, nil
+}
+
+// describe is the informer's name: the resource and what limits it, such
+// as "pods in shop, labels app=web".
+func (k key) describe(resource string) string {
+	var parts []string
+	if k.namespace != "" {
+		parts = append(parts, "namespace "+k.namespace)
+	}
+	if k.labels != "" {
+		parts = append(parts, "labels "+k.labels)
+	}
+	if k.fields != "" {
+		parts = append(parts, "fields "+k.fields)
+	}
+	if k.tweak != "" {
+		parts = append(parts, "tweak "+k.tweak)
+	}
+	if len(parts) == 0 {
+		return resource
+	}
+	return resource + " (" + strings.Join(parts, ", ") + ")"
+}
+
+// Register makes newSource the source of every informer of T the factory
+// creates, instead of the REST source over the factory's config: for
+// clientsets (fake ones in unit tests), client-go lister-watchers, or any
+// other source.
+//
+//	err := factory.Register(f, func(s factory.Scope) (source.Source[*corev1.Pod], error) {
+//		return source.FromClient[*corev1.Pod](cs.CoreV1().Pods(s.Namespace))
+//	})
+//
+// newSource gets the informer's Scope and must honour its Namespace; the
+// informer itself sets the selectors and the tweak on every request. It is
+// called once per informer, from InformerFor, whose error wraps its error.
+// Register fails for a nil newSource, and with ErrRegistered for a T that
+// has a registered source or an informer already.
+func Register[T cache.Object](f *Factory, newSource func(Scope) (source.Source[T], error)) error {
+	if f == nil {
+		return errors.New("factory: Register: nil factory")
+	}
+	if newSource == nil {
+		return fmt.Errorf("factory: Register[%v]: nil source function", reflect.TypeFor[T]())
+	}
+	typ := reflect.TypeFor[T]()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.sources[typ]; ok {
+		return fmt.Errorf("%w: Register[%v]: a source is registered", ErrRegistered, typ)
+	}
+	for k := range f.informers {
+		if k.typ == typ {
+			return fmt.Errorf("%w: Register[%v]: the factory has an informer of it", ErrRegistered, typ)
+		}
+	}
+	f.sources[typ] = newSource
+	return nil
+}
+
+// InformerFor returns the factory's informer of T in scope s, creating it
+// on first use, and a release function. Callers with the same T and an
+// equal Scope get the same *typed.Informer and share its one list and
+// watch; a different Scope gets an informer of its own. An informer asked
+// for while the factory runs is started at once; before Start, it starts
+// with Start.
+//
+// Every caller calls release once it no longer needs the informer (more
+// calls do nothing); when the last one does, the informer stops (its watch
+// ends, its goroutines exit, without release waiting for them) and the
+// factory forgets it, so its cache can be collected once nothing else
+// refers to it, and a later InformerFor makes a new one. A caller that
+// needs the informer for the factory's whole life may drop release.
+//
+// It fails, with nothing to release, for an invalid scope (ErrBadScope),
+// a T that is not in the scheme or not served by the server, a namespace
+// for a cluster-scoped resource, an error of T's registered source, and
+// ErrNoConfig or ErrStopped. Add handlers and indexes to the informer
+// (AddHandler, AddIndexers); do not Run it.
+func InformerFor[T cache.Object](f *Factory, s Scope) (inf *typed.Informer[T], release func(), err error) {
+	if f == nil {
+		return nil, nil, errors.New("factory: InformerFor: nil factory")
+	}
+	k, err := keyOf[T](s)
+	if err != nil {
+		return nil, nil, fmt.Errorf("factory: InformerFor[%v]: %w", k.typ, err)
+	}
+	f.mu.Lock()
+	e, err := f.shareLocked(k)
+	newSource := f.sources[k.typ]
+	f.mu.Unlock()
+	if err != nil || e != nil {
+		return sharedResult[T](f, e, err)
+	}
+
+	// Made without the lock: discovery may take a round trip. Two callers
+	// racing for a new key both make one; the second to insert uses the
+	// first's and drops its own, which never ran.
+	made, err := newShared[T](f, k, s, newSource)
+	if err != nil {
+		return nil, nil, fmt.Errorf("factory: InformerFor[%v]: %w", k.typ, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e, err := f.shareLocked(k); err != nil || e != nil {
+		return sharedResult[T](f, e, err)
+	}
+	made.refs = 1
+	f.informers[k] = made
+	if f.state == running {
+		f.startLocked(made)
+	}
+	return made.inf, f.releaser(made), nil
+}
+
+// shareLocked returns the informer of k with one more user, nil if there
+// is none, or ErrStopped.
+func (f *Factory) shareLocked(k key) (*sharedBase, error) {
+	if f.state == stopped {
+		return nil, ErrStopped
+	}
+	e, ok := f.informers[k]
+	if !ok {
+		return nil, nil
+	}
+	b := e.base()
+	b.refs++
+	return b, nil
+}
+
+// sharedResult turns what shareLocked found into InformerFor's results.
+func sharedResult[T cache.Object](f *Factory, b *sharedBase, err error) (*typed.Informer[T], func(), error) {
+	if err != nil {
+		return nil, nil, fmt.Errorf("factory: InformerFor[%v]: %w", reflect.TypeFor[T](), err)
+	}
+	e, ok := b.self.(*shared[T])
+	if !ok { // cannot happen: the key holds the type
+		return nil, nil, fmt.Errorf("factory: InformerFor[%v]: informer of type %T under its key", reflect.TypeFor[T](), b.self)
+	}
+	return e.inf, f.releaser(e), nil
+}
+
+// releaser returns a release function for one user of e.
+func (f *Factory) releaser(e entry) func() {
+	var once sync.Once
+	return func() { once.Do(func() { f.release(e) }) }
+}
+
+// release drops one user of e and stops and forgets e after the last.
+func (f *Factory) release(e entry) {
+	b := e.base()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b.refs--
+	if b.refs > 0 {
+		return
+	}
+	if cur, ok := f.informers[b.key]; ok && cur == e {
+		delete(f.informers, b.key)
+	}
+	if b.cancel != nil {
+		b.cancel()
+	}
+}
+
+// sharedBase is the part of a shared informer the factory manages under
+// its lock, whatever T is.
+type sharedBase struct {
+	key    key
+	self   entry
+	refs   int                // users; guarded by Factory.mu
+	cancel context.CancelFunc // stops the informer once started; guarded by Factory.mu
+}
+
+func (b *sharedBase) base() *sharedBase { return b }
+
+// shared is a shared informer of T.
+type shared[T cache.Object] struct {
+	sharedBase
+	inf *typed.Informer[T]
+}
+
+func (e *shared[T]) name() string                  { return e.inf.Name() }
+func (e *shared[T]) syncer() typed.Syncer          { return e.inf }
+func (e *shared[T]) run(ctx context.Context) error { return e.inf.Run(ctx) }
+
+// newShared makes the informer of k: its source (registered, or REST over
+// the factory's config), bounded by the factory's list permits.
+func newShared[T cache.Object](f *Factory, k key, s Scope, newSource any) (*shared[T], error) {
+	var src source.Source[T]
+	var err error
+	switch {
+	case newSource != nil:
+		fn, ok := newSource.(func(Scope) (source.Source[T], error))
+		if !ok { // cannot happen: Register stores by T
+			return nil, fmt.Errorf("factory: registered source of type %T", newSource)
+		}
+		if src, err = fn(s); err != nil {
+			return nil, fmt.Errorf("registered source: %w", err)
+		}
+		if err := source.Check(src); err != nil {
+			return nil, fmt.Errorf("registered source: %w", err)
+		}
+	case f.cfg == nil:
+		return nil, ErrNoConfig
+	default:
+		src, err = source.FromConfig[T](f.cfg, source.RESTOptions{
+			Scheme: f.opts.Scheme, Mapper: f.mapper, HTTPClient: f.client, Namespace: k.namespace,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	resource := source.ResourceOf(src).String()
+	if resource == "" {
+		resource = "objects"
+	}
+	name := k.describe(resource)
+	opts := typed.Options[T]{
+		Name:             name,
+		ResyncPeriod:     f.opts.ResyncPeriod,
+		LabelSelector:    k.labels,
+		FieldSelector:    k.fields,
+		TweakListOptions: s.Tweak,
+	}
+	if h := f.opts.ErrorHandler; h != nil {
+		opts.ErrorHandler = func(err error) { h(fmt.Errorf("informer %s: %w", name, err)) }
+	}
+	inf, err := typed.NewInformer(limit(src, f.sem), opts)
+	if err != nil {
+		return nil, err
+	}
+	e := &shared[T]{sharedBase: sharedBase{key: k}, inf: inf}
+	e.self = e
+	return e, nil
+}
