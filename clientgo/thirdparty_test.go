@@ -267,4 +267,3 @@ func TestTypedWrapperAndLateHandler(t *testing.T) {
 		}
 	})
 }
-
