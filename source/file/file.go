@@ -148,8 +148,8 @@ type Source[T cache.Object] struct {
 
 var (
 	_ source.Source[*metav1.PartialObjectMetadata] = (*Source[*metav1.PartialObjectMetadata])(nil)
-	_ source.Describer                = (*Source[*metav1.PartialObjectMetadata])(nil)
-	_ source.StreamingLister          = (*Source[*metav1.PartialObjectMetadata])(nil)
+	_ source.Describer                             = (*Source[*metav1.PartialObjectMetadata])(nil)
+	_ source.StreamingLister                       = (*Source[*metav1.PartialObjectMetadata])(nil)
 )
 
 // New returns a source of the objects of type T in the *.yaml, *.yml and

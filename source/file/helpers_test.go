@@ -186,3 +186,16 @@ func fileErrors(errs []error) []string {
 	}
 	return out
 }
+
+// waitFor polls cond until it holds, failing the test after the wait
+// bound. The bound is a hang guard, not a performance assertion.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
