@@ -36,9 +36,15 @@ type podServer struct {
 }
 
 func newPodServer(t *testing.T, f *sourcetest.Fake[*corev1.Pod]) *podServer {
+	s := servePods(f)
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// servePods starts a podServer; the caller closes s.srv.
+func servePods(f *sourcetest.Fake[*corev1.Pod]) *podServer {
 	s := &podServer{fake: f}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(s.srv.Close)
 	return s
 }
 
@@ -57,6 +63,9 @@ func (s *podServer) serve(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
 	var ns string
 	switch p := r.URL.Path; {
+	case p == "/api" || p == "/apis" || p == "/api/v1":
+		s.discovery(w, p)
+		return
 	case p == "/api/v1/pods":
 	case strings.HasPrefix(p, "/api/v1/namespaces/") && strings.HasSuffix(p, "/pods"):
 		ns = strings.TrimSuffix(strings.TrimPrefix(p, "/api/v1/namespaces/"), "/pods")
@@ -132,6 +141,27 @@ func (s *podServer) watch(ctx context.Context, w http.ResponseWriter, opts metav
 		_ = enc.Encode(map[string]any{"type": ev.Type, "object": ev.Object})
 		flush()
 	}
+}
+
+// discovery serves the legacy discovery documents: the core group with
+// pods and nodes.
+func (s *podServer) discovery(w http.ResponseWriter, path string) {
+	var doc any
+	switch path {
+	case "/api":
+		doc = metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"}}
+	case "/apis":
+		doc = metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
+	default:
+		verbs := metav1.Verbs{"get", "list", "watch"}
+		doc = metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: "v1",
+			APIResources: []metav1.APIResource{
+				{Name: "pods", Namespaced: true, Kind: "Pod", Verbs: verbs},
+				{Name: "nodes", Namespaced: false, Kind: "Node", Verbs: verbs},
+			}}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(doc)
 }
 
 // writeStatus writes err as an API server does: a Status with its code.
