@@ -57,24 +57,27 @@ type key struct {
 	namespace, labels, fields, tweak string
 }
 
-// keyOf checks s and returns its key for T.
+// keyOf checks s and returns its key for T; its errors are InformerFor's.
 func keyOf[T cache.Object](s Scope) (key, error) {
 	k := key{typ: reflect.TypeFor[T](), namespace: s.Namespace, tweak: s.TweakName}
+	bad := func(format string, args ...any) (key, error) {
+		return key{}, fmt.Errorf("%w: InformerFor[%v]: "+format, append([]any{ErrBadScope, k.typ}, args...)...)
+	}
 	ls, err := labels.Parse(s.LabelSelector)
 	if err != nil {
-		return key{}, fmt.Errorf("%w: LabelSelector %q: %w", ErrBadScope, s.LabelSelector, err)
+		return bad("LabelSelector %q: %w", s.LabelSelector, err)
 	}
 	k.labels = ls.String()
 	fs, err := fields.ParseSelector(s.FieldSelector)
 	if err != nil {
-		return key{}, fmt.Errorf("%w: FieldSelector %q: %w", ErrBadScope, s.FieldSelector, err)
+		return bad("FieldSelector %q: %w", s.FieldSelector, err)
 	}
 	k.fields = fs.String()
 	switch {
 	case s.Tweak != nil && s.TweakName == "":
-		return key{}, fmt.Errorf("%w: a Tweak needs a TweakName to be shared by", ErrBadScope)
+		return bad("a Tweak needs a TweakName to be shared by")
 	case s.Tweak == nil && s.TweakName != "":
-		return key{}, fmt.Errorf("%w: TweakName %q without a Tweak", ErrBadScope, s.TweakName)
+		return bad("TweakName %q without a Tweak", s.TweakName)
 	}
 	return k, nil
 }
@@ -126,7 +129,7 @@ func Register[T cache.Object](f *Factory, newSource func(Scope) (source.Source[T
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.sources[typ]; ok {
-		return fmt.Errorf("%w: Register[%v]: a source is registered", ErrRegistered, typ)
+		return fmt.Errorf("%w: Register[%v]: it has a source", ErrRegistered, typ)
 	}
 	for k := range f.informers {
 		if k.typ == typ {
@@ -162,7 +165,7 @@ func InformerFor[T cache.Object](f *Factory, s Scope) (inf *typed.Informer[T], r
 	}
 	k, err := keyOf[T](s)
 	if err != nil {
-		return nil, nil, fmt.Errorf("factory: InformerFor[%v]: %w", k.typ, err)
+		return nil, nil, err
 	}
 	f.mu.Lock()
 	e, err := f.shareLocked(k)
@@ -177,7 +180,7 @@ func InformerFor[T cache.Object](f *Factory, s Scope) (inf *typed.Informer[T], r
 	// first's and drops its own, which never ran.
 	made, err := newShared[T](f, k, s, newSource)
 	if err != nil {
-		return nil, nil, fmt.Errorf("factory: InformerFor[%v]: %w", k.typ, err)
+		return nil, nil, informerForError(k.typ, err)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -210,13 +213,22 @@ func (f *Factory) shareLocked(k key) (*sharedBase, error) {
 // sharedResult turns what shareLocked found into InformerFor's results.
 func sharedResult[T cache.Object](f *Factory, b *sharedBase, err error) (*typed.Informer[T], func(), error) {
 	if err != nil {
-		return nil, nil, fmt.Errorf("factory: InformerFor[%v]: %w", reflect.TypeFor[T](), err)
+		return nil, nil, informerForError(reflect.TypeFor[T](), err)
 	}
 	e, ok := b.self.(*shared[T])
 	if !ok { // cannot happen: the key holds the type
 		return nil, nil, fmt.Errorf("factory: InformerFor[%v]: informer of type %T under its key", reflect.TypeFor[T](), b.self)
 	}
 	return e.inf, f.releaser(e), nil
+}
+
+// informerForError names InformerFor and T in err, once: after one of
+// the package's sentinels, or before another package's error.
+func informerForError(typ reflect.Type, err error) error {
+	if err == ErrNoConfig || err == ErrStopped {
+		return fmt.Errorf("%w: InformerFor[%v]", err, typ)
+	}
+	return fmt.Errorf("factory: InformerFor[%v]: %w", typ, err)
 }
 
 // releaser returns a release function for one user of e.
