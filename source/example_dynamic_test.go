@@ -3,15 +3,19 @@ package source_test
 import (
 	"context"
 	"fmt"
+	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
 
 	"github.com/typedinformer/informer/source"
+	"github.com/typedinformer/informer/typed"
 )
 
 // FromDynamic serves any resource as unstructured objects; the source
@@ -135,4 +139,76 @@ func ExampleConvert() {
 	// Output:
 	// shop blue 3
 	// list: source: object of the wrong type: Widget shop/odd into *source_test.Widget: unrecognized type: int64
+}
+
+// Three ways to cache Secrets, from the most to the least memory: the full
+// object, the object trimmed by a Transform, and metadata only (the data
+// never reaches the process).
+func Example_cacheOnlyWhatYouNeed() {
+	ctx, cancel := context.WithCancel(context.Background())
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "tls", Labels: map[string]string{"app": "web"}},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{corev1.TLSCertKey: []byte("cert"), corev1.TLSPrivateKeyKey: []byte("key")},
+	}
+	clientset := fake.NewClientset(secret)
+	scheme := metadatafake.NewTestScheme()
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		panic(err)
+	}
+	meta := metadatafake.NewSimpleMetadataClient(scheme, &metav1.PartialObjectMetadata{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: secret.ObjectMeta,
+	})
+
+	// Full: every field of every Secret.
+	typedSrc, err := source.FromClient[*corev1.Secret](clientset.CoreV1().Secrets(metav1.NamespaceAll))
+	if err != nil {
+		panic(err)
+	}
+	full, err := typed.NewInformer(typedSrc, typed.Options[*corev1.Secret]{})
+	if err != nil {
+		panic(err)
+	}
+	// Trimmed: the same list and watch, the data dropped before caching.
+	trimmed, err := typed.NewInformer(typedSrc, typed.Options[*corev1.Secret]{
+		Transform: func(s *corev1.Secret) (*corev1.Secret, error) {
+			s.Data, s.StringData = nil, nil
+			return s, nil
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	// Metadata only: the server sends no data at all.
+	metaSrc, err := source.FromMetadata(meta, schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, source.DynamicOptions{})
+	if err != nil {
+		panic(err)
+	}
+	metaOnly, err := typed.NewInformer(metaSrc, typed.Options[*metav1.PartialObjectMetadata]{})
+	if err != nil {
+		panic(err)
+	}
+
+	var wg sync.WaitGroup
+	for _, run := range []func(context.Context) error{full.Run, trimmed.Run, metaOnly.Run} {
+		wg.Go(func() { _ = run(ctx) })
+	}
+	if err := typed.WaitForCacheSync(ctx, full, trimmed, metaOnly); err != nil {
+		panic(err)
+	}
+	s, _ := full.Lister().Namespace("shop").Get("tls")
+	fmt.Println("full:", s.Name, s.Type, len(s.Data), "data keys")
+	s, _ = trimmed.Lister().Namespace("shop").Get("tls")
+	fmt.Println("trimmed:", s.Name, s.Type, len(s.Data), "data keys")
+	m, _ := metaOnly.Lister().Namespace("shop").Get("tls")
+	fmt.Println("metadata:", m.Name, m.Labels)
+	_, err = metaOnly.Lister().Namespace("shop").Get("missing")
+	fmt.Println(err)
+	cancel()
+	wg.Wait()
+	// Output:
+	// full: tls kubernetes.io/tls 2 data keys
+	// trimmed: tls kubernetes.io/tls 0 data keys
+	// metadata: tls map[app:web]
+	// secrets "missing" not found
 }
