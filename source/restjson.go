@@ -1,7 +1,6 @@
 package source
 
 import (
-	"bufio"
 	"context"
 	gojson "encoding/json"
 	"errors"
@@ -85,7 +84,7 @@ func (s *restSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (Wat
 		return nil, &Error{Phase: PhaseWatchStart, Err: err}
 	}
 	w := &restWatcher[T]{src: s, ctx: ctx, cancel: cancel, body: body}
-	w.dec = json.NewDecoderCaseSensitivePreserveInts(bufio.NewReaderSize(body, 32<<10))
+	w.dec = json.NewDecoderCaseSensitivePreserveInts(body)
 	return w, nil
 }
 

@@ -127,7 +127,7 @@ func (s *podServer) watch(ctx context.Context, w http.ResponseWriter, opts metav
 			if errors.As(err, &api) {
 				st := api.Status()
 				st.Kind, st.APIVersion = "Status", "v1"
-				_ = enc.Encode(map[string]any{"type": "ERROR", "object": st})
+				_ = enc.Encode(serverEvent{Type: watch.Error, Object: st})
 				flush()
 			}
 			return
@@ -138,7 +138,7 @@ func (s *podServer) watch(ctx context.Context, w http.ResponseWriter, opts metav
 			continue
 		}
 		ev.Object.Kind, ev.Object.APIVersion = "Pod", "v1"
-		_ = enc.Encode(map[string]any{"type": ev.Type, "object": ev.Object})
+		_ = enc.Encode(serverEvent{Type: ev.Type, Object: ev.Object})
 		flush()
 	}
 }
@@ -185,4 +185,11 @@ func restPods(t *testing.T, s *podServer, ns string) source.Source[*corev1.Pod] 
 		t.Fatal(err)
 	}
 	return src
+}
+
+// serverEvent is a watch event as the API server encodes it: the type,
+// then the object.
+type serverEvent struct {
+	Type   watch.EventType `json:"type"`
+	Object any             `json:"object"`
 }
