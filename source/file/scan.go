@@ -143,7 +143,7 @@ func (s *Source[T]) readFile(name string) bool {
 // ErrDuplicate problem.
 func (s *Source[T]) merge() (map[cache.Key]T, []error) {
 	type origin struct {
-		file string
+		name string
 		line int
 	}
 	names := make([]string, 0, len(s.files))
@@ -163,11 +163,11 @@ func (s *Source[T]) merge() (map[cache.Key]T, []error) {
 		for _, p := range rec.objs {
 			if o, dup := where[p.key]; dup {
 				problems = append(problems, &Error{File: path, Line: p.line, Err: fmt.Errorf("%w: %s %v is ignored: %s:%d defines it first",
-					ErrDuplicate, s.dec.gvk.Kind, p.key, o.file, o.line)})
+					ErrDuplicate, s.dec.gvk.Kind, p.key, o.name, o.line)})
 				continue
 			}
 			desired[p.key] = p.obj
-			where[p.key] = origin{file: path, line: p.line}
+			where[p.key] = origin{name: name, line: p.line}
 		}
 	}
 	return desired, problems
