@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -28,6 +27,7 @@ import (
 	"github.com/typedinformer/informer/cache"
 	it "github.com/typedinformer/informer/internal/informertest"
 	"github.com/typedinformer/informer/internal/leakcheck"
+	"github.com/typedinformer/informer/internal/testcluster"
 	"github.com/typedinformer/informer/source"
 	"github.com/typedinformer/informer/source/sourcetest"
 	"github.com/typedinformer/informer/typed"
@@ -107,43 +107,39 @@ func confNamespace(t *testing.T, cs kubernetes.Interface) string {
 	return ns
 }
 
-// podDeleteUnlike names the check the pod cases cannot pass on a v1.37
-// API server, and why. The custom-resource cases run it.
-var podDeleteUnlike = map[string]string{
-	"WatchFromResourceVersion": "the API server deletes a pod in two steps even with a grace period of 0 (a MODIFIED " +
-		"that sets deletionTimestamp and bumps generation, then DELETED), and the check wants the DELETED third",
+// dynConfigMapsGVR is the conformance suite's built-in resource: a pod's
+// deletion is a MODIFIED (its deletionTimestamp) before the DELETED, which
+// the suite does not expect; a ConfigMap's is one DELETED.
+var dynConfigMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+
+// configMapMeta is the metadata of a ConfigMap as the metadata client
+// returns it.
+func configMapMeta(c *corev1.ConfigMap) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: c.ObjectMeta}
 }
 
-// skipPodUnlike skips a conformance check the pod cases cannot pass.
-func skipPodUnlike(t *testing.T) {
-	if reason, ok := podDeleteUnlike[path.Base(t.Name())]; ok {
-		t.Skip("pods: " + reason)
-	}
+func newConfigMap(ns, name string, lbls map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbls}}
 }
 
 // TestConformanceDynamicRealServer runs the source conformance suite
-// against kube-apiserver for pods through the dynamic client, pods through
-// the metadata client (both without the check in podDeleteUnlike), and a
-// CRD through the metadata client and through Convert into a Go struct
-// (every check); streaming lists included (the converted end bookmark
-// ends them).
-// Compact is left nil: the shared cluster serves watches from its watch
-// cache, which keeps history past an etcd compaction, so 410 Gone cannot
-// be produced on demand here.
+// against kube-apiserver for ConfigMaps through the dynamic client and
+// through the metadata client, and a CRD through the metadata client and
+// through Convert into a Go struct, every check; streaming lists included
+// (the converted end bookmark ends them). The cluster has no watch cache,
+// so that a watch from a compacted resourceVersion gets its 410 at once.
 func TestConformanceDynamicRealServer(t *testing.T) {
-	c := sharedCluster(t)
 	leakcheck.Check(t)
+	c := testcluster.Start(t, testcluster.Options{APIServerFlags: []string{"--watch-cache=false"}})
 	cs := protobufClientset(t, c.AdminConfig())
 	dyn := dynamicClient(t, c.AdminConfig())
 	md := metadataClient(t, c.AdminConfig())
-	noGrace := metav1.DeleteOptions{GracePeriodSeconds: new(int64)}
 
 	t.Run("FromDynamic", func(t *testing.T) {
 		sourcetest.Run(t, func(t *testing.T) sourcetest.Case[*unstructured.Unstructured] {
-			skipPodUnlike(t)
 			ns := confNamespace(t, cs)
-			pods := dyn.Resource(dynPodsGVR).Namespace(ns)
-			src, err := source.FromDynamic(dyn, dynPodsGVR, source.DynamicOptions{Namespace: ns})
+			cms := dyn.Resource(dynConfigMapsGVR).Namespace(ns)
+			src, err := source.FromDynamic(dyn, dynConfigMapsGVR, source.DynamicOptions{Namespace: ns})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,31 +147,31 @@ func TestConformanceDynamicRealServer(t *testing.T) {
 				Source:    src,
 				Namespace: ns,
 				New: func(name string, lbls map[string]string) *unstructured.Unstructured {
-					p := newPod(ns, name, lbls)
-					p.APIVersion, p.Kind = "v1", "Pod"
-					u, err := toUnstructured(p)
+					c := newConfigMap(ns, name, lbls)
+					c.APIVersion, c.Kind = "v1", "ConfigMap"
+					u, err := toUnstructured(c)
 					if err != nil {
 						t.Fatal(err)
 					}
 					return u
 				},
 				Create: func(ctx context.Context, u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-					return pods.Create(ctx, u, metav1.CreateOptions{})
+					return cms.Create(ctx, u, metav1.CreateOptions{})
 				},
 				Update: func(ctx context.Context, u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-					return pods.Update(ctx, u, metav1.UpdateOptions{})
+					return cms.Update(ctx, u, metav1.UpdateOptions{})
 				},
-				Delete: func(ctx context.Context, k cache.Key) error { return pods.Delete(ctx, k.Name, noGrace) },
+				Delete:  func(ctx context.Context, k cache.Key) error { return cms.Delete(ctx, k.Name, metav1.DeleteOptions{}) },
+				Compact: func(context.Context) error { c.CompactEtcd(t); return nil },
 			}
 		})
 	})
 
 	t.Run("FromMetadata", func(t *testing.T) {
 		sourcetest.Run(t, func(t *testing.T) sourcetest.Case[*metav1.PartialObjectMetadata] {
-			skipPodUnlike(t)
 			ns := confNamespace(t, cs)
-			pods := cs.CoreV1().Pods(ns)
-			src, err := source.FromMetadata(md, dynPodsGVR, source.DynamicOptions{Namespace: ns})
+			cms := cs.CoreV1().ConfigMaps(ns)
+			src, err := source.FromMetadata(md, dynConfigMapsGVR, source.DynamicOptions{Namespace: ns})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,27 +181,28 @@ func TestConformanceDynamicRealServer(t *testing.T) {
 				Source:    src,
 				Namespace: ns,
 				New: func(name string, lbls map[string]string) *metav1.PartialObjectMetadata {
-					return podMeta(newPod(ns, name, lbls))
+					return configMapMeta(newConfigMap(ns, name, lbls))
 				},
 				Create: func(ctx context.Context, m *metav1.PartialObjectMetadata) (*metav1.PartialObjectMetadata, error) {
-					p, err := pods.Create(ctx, newPod(m.Namespace, m.Name, m.Labels), metav1.CreateOptions{})
+					p, err := cms.Create(ctx, newConfigMap(m.Namespace, m.Name, m.Labels), metav1.CreateOptions{})
 					if err != nil {
 						return nil, err
 					}
-					return podMeta(p), nil
+					return configMapMeta(p), nil
 				},
 				Update: func(ctx context.Context, m *metav1.PartialObjectMetadata) (*metav1.PartialObjectMetadata, error) {
-					p, err := pods.Get(ctx, m.Name, metav1.GetOptions{})
+					p, err := cms.Get(ctx, m.Name, metav1.GetOptions{})
 					if err != nil {
 						return nil, err
 					}
 					p.Labels, p.ResourceVersion = m.Labels, m.ResourceVersion
-					if p, err = pods.Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+					if p, err = cms.Update(ctx, p, metav1.UpdateOptions{}); err != nil {
 						return nil, err
 					}
-					return podMeta(p), nil
+					return configMapMeta(p), nil
 				},
-				Delete: func(ctx context.Context, k cache.Key) error { return pods.Delete(ctx, k.Name, noGrace) },
+				Delete:  func(ctx context.Context, k cache.Key) error { return cms.Delete(ctx, k.Name, metav1.DeleteOptions{}) },
+				Compact: func(context.Context) error { c.CompactEtcd(t); return nil },
 			}
 		})
 	})
@@ -248,6 +245,7 @@ func TestConformanceDynamicRealServer(t *testing.T) {
 				Delete: func(ctx context.Context, k cache.Key) error {
 					return widgets.Delete(ctx, k.Name, metav1.DeleteOptions{})
 				},
+				Compact: func(context.Context) error { c.CompactEtcd(t); return nil },
 			}
 		})
 	})
@@ -297,6 +295,7 @@ func TestConformanceDynamicRealServer(t *testing.T) {
 				Delete: func(ctx context.Context, k cache.Key) error {
 					return widgets.Delete(ctx, k.Name, metav1.DeleteOptions{})
 				},
+				Compact: func(context.Context) error { c.CompactEtcd(t); return nil },
 			}
 		})
 	})
