@@ -278,7 +278,7 @@ func (s *Source[T]) Rescan(ctx context.Context) error {
 	fresh, dirErr := s.scanLocked()
 	s.scanMu.Unlock()
 	for _, err := range fresh {
-		s.opts.ErrorHandler(err)
+		s.report(err)
 	}
 	return dirErr
 }
@@ -286,4 +286,16 @@ func (s *Source[T]) Rescan(ctx context.Context) error {
 // String names the source in logs: its kind and directory.
 func (s *Source[T]) String() string {
 	return fmt.Sprintf("%s manifests in %s", strings.ToLower(s.dec.gvk.Kind), s.dir)
+}
+
+// report hands err to Options.ErrorHandler. A panic in it is recovered and
+// logged: it never ends the goroutine that follows the directory, nor a
+// List or Watch.
+func (s *Source[T]) report(err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			klog.Background().Error(fmt.Errorf("%v", r), "manifest source: ErrorHandler panicked", "dir", s.dir, "reporting", err.Error())
+		}
+	}()
+	s.opts.ErrorHandler(err)
 }

@@ -38,7 +38,7 @@ func (s *Source[T]) acquire() {
 	s.notes = n
 	s.nmu.Unlock()
 	if err != nil {
-		s.opts.ErrorHandler(err)
+		s.report(err)
 	}
 	go s.follow(ctx, fsw, n.done)
 }
@@ -112,7 +112,7 @@ func (s *Source[T]) follow(ctx context.Context, fsw *fsnotify.Watcher, done chan
 				continue
 			}
 			if !errors.Is(err, fsnotify.ErrEventOverflow) {
-				s.opts.ErrorHandler(&Error{File: s.dir, Err: fmt.Errorf("file notifications: %w", err)})
+				s.report(&Error{File: s.dir, Err: fmt.Errorf("file notifications: %w", err)})
 			}
 		case <-tick:
 			if lost && fsw.Add(s.dir) == nil {

@@ -331,3 +331,30 @@ func TestDirectoryGone(t *testing.T) {
 		t.Errorf("event after the directory is back: %s, want ADDED ns/p3", e)
 	}
 }
+
+// TestErrorHandlerPanics checks that a panicking ErrorHandler stops
+// neither List nor the watch that follows the directory.
+func TestErrorHandlerPanics(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "bad.yaml", "kind: [\n")
+	calls := make(chan error, 10)
+	src, _ := newPods(t, dir, file.Options{ErrorHandler: func(err error) {
+		calls <- err
+		panic("handler bug")
+	}})
+	w, err := src.Watch(waitCtx(t), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	writeFile(t, dir, "bad2.yaml", "kind: [\n")
+	writeFile(t, dir, "a.yaml", podYAML("ns", "p1"))
+	if e, _ := next(t, w); e != "ADDED ns/p1" {
+		t.Errorf("event %s, want ADDED ns/p1", e)
+	}
+	// The problems are reported after the scan applied its changes.
+	waitFor(t, "both bad files reported", func() bool { return len(calls) >= 2 })
+	if got := len(calls); got != 2 {
+		t.Errorf("ErrorHandler called %d times, want 2 (each bad file once)", got)
+	}
+}
