@@ -78,9 +78,11 @@
 // old one, and ConfigMap volumes that swap a link, are seen like any
 // write. After a notification the source waits until the directory has
 // been quiet for 50ms (at most a second) and then reads it, so a file
-// written in a few steps is read once; a file written more slowly may be
-// read half-written (and then reported as bad and kept as it was), so
-// write files whole, by renaming.
+// written in a few steps is read once. A file written more slowly may be
+// read half-written: if what was read is not valid it is reported and the
+// file kept as it was, but if it is (the first of two documents, say), the
+// objects not yet written are DELETED until they are. So write files
+// whole, by renaming.
 //
 // Notifications miss some changes: those made on another machine to a
 // network file system (NFS, SMB), and every change once the system's limit
