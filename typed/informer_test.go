@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
 	"github.com/typedinformer/informer/cache"
@@ -456,6 +457,24 @@ func TestInformerLifecycle(t *testing.T) {
 			if !errors.Is(err, typed.ErrStopped) || !apierrors.IsInternalError(err) {
 				t.Errorf("%s WaitForSync after an unsynced stop = %v, want ErrStopped with the last error", name, err)
 			}
+		}
+	})
+	// The same after an error that needs someone to fix it (Forbidden):
+	// the wait says the informer stopped, not only the cause.
+	synctest.Test(t, func(t *testing.T) {
+		fake := fakeOf(sourcetest.FakeOptions[*corev1.Pod]{})
+		forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no"))
+		fake.FailLists(1<<30, forbidden)
+		fake.FailWatches(1<<30, forbidden)
+		inf := mustInformer(t, fake, typed.Options[*corev1.Pod]{ErrorHandler: func(error) {}})
+		stop := it.Run(t, inf)
+		time.Sleep(10 * time.Second)
+		if err := inf.WaitForSync(context.Background()); errors.Is(err, typed.ErrStopped) || !apierrors.IsForbidden(err) {
+			t.Errorf("WaitForSync while running and forbidden = %v, want the Forbidden without ErrStopped", err)
+		}
+		stop()
+		if err := inf.WaitForSync(context.Background()); !errors.Is(err, typed.ErrStopped) || !apierrors.IsForbidden(err) {
+			t.Errorf("WaitForSync after a forbidden stop = %v, want ErrStopped with the Forbidden", err)
 		}
 	})
 }

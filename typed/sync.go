@@ -77,7 +77,12 @@ func (inf *Informer[T]) wait(ctx context.Context, synced, gone <-chan struct{}, 
 		default:
 		}
 		if cause != nil && reflector.NeedsIntervention(cause) {
-			return fail(cause, nil)
+			select {
+			case <-inf.done: // stopped too: say so, retrying will not happen
+				return fail(cause, ErrStopped)
+			default:
+				return fail(cause, nil)
+			}
 		}
 		select {
 		case <-synced:
