@@ -2,11 +2,21 @@
 // and watches objects of one type T and is the only part of the pipeline that
 // talks to an API server (or a file tree, or a test).
 //
-// Adapters turn what exists into a Source: [FromClient] takes any typed
-// clientset client (clientset.CoreV1().Pods(ns)) and [FromListerWatcher]
-// takes a client-go cache.ListerWatcher. Package sourcetest has an
-// in-memory, resourceVersion-aware fake with fault injection, and the
-// conformance suite every Source should pass.
+// Adapters turn what exists into a Source:
+//
+//   - [FromConfig] needs only a *rest.Config: it finds T's kind in a scheme,
+//     its resource through discovery, and decodes JSON once, straight into
+//     T. It serves built-in types and CRDs defined as plain Go structs.
+//   - [FromClient] takes any typed clientset client
+//     (clientset.CoreV1().Pods(ns)), client-go's fake clientset included.
+//   - [FromListerWatcher] takes a client-go cache.ListerWatcher.
+//   - [FromDynamic] and [FromMetadata] serve any resource as unstructured
+//     objects or as metadata only; [Convert] turns unstructured objects
+//     into a Go struct in no scheme.
+//
+// Package source/file serves a directory of manifests. Package sourcetest
+// has an in-memory, resourceVersion-aware fake with fault injection, and
+// the conformance suite every Source should pass.
 //
 // The untyped runtime.Object of client-go becomes a T in exactly one place,
 // [As], with a checked conversion: an object of the wrong type, or a nil one,
