@@ -28,7 +28,12 @@
 //     "") after a too-large version or when the list itself is refused
 //     with 410. Every other watch error, at start or in the stream (500,
 //     503, 429, connection refused or reset, EOF, 403, a malformed frame),
-//     is retried from the same resourceVersion after a backoff.
+//     is retried from the same resourceVersion after a backoff. A bad frame
+//     or object (ErrMalformed, ErrWrongType, ErrNilObject) that comes again
+//     after the same resourceVersion is one the server replays to every
+//     watch from there (an object that does not decode into T): that leads
+//     to a relist after a backoff, which gets past it once it is fixed or
+//     deleted (while it exists, the relist fails and is retried).
 //   - The resume point never goes back: events of a watch move it only
 //     forward. After a list without a resourceVersion no watch can resume,
 //     so a watch that ends is followed by a quorum relist.

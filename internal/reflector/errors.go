@@ -103,6 +103,13 @@ func NeedsIntervention(err error) bool {
 	return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || apierrors.IsNotFound(err)
 }
 
+// isBadContent reports an error about what a stream carried rather than
+// about the stream: a frame that makes no sense, an object of the wrong
+// type, or none.
+func isBadContent(err error) bool {
+	return errors.Is(err, source.ErrMalformed) || errors.Is(err, source.ErrWrongType) || errors.Is(err, source.ErrNilObject)
+}
+
 // malformedEvent is the error for an event that breaks the source contract.
 func malformedEvent(format string, args ...any) error {
 	return &source.Error{Phase: source.PhaseWatch, Err: fmt.Errorf("%w: "+format, append([]any{source.ErrMalformed}, args...)...)}

@@ -24,7 +24,8 @@ func (r *Reflector[T]) watch(ctx context.Context, w source.Watcher[T]) error {
 			w.Stop()
 		}
 	}()
-	shorts := 0 // watches in a row that ended within shortWatch
+	shorts := 0     // watches in a row that ended within shortWatch
+	badAt := "none" // the resourceVersion a bad object or frame last came after
 	for ctx.Err() == nil {
 		start := time.Now()
 		if w == nil {
@@ -58,7 +59,16 @@ func (r *Reflector[T]) watch(ctx context.Context, w source.Watcher[T]) error {
 			// No resume point (see below): Run reports the error and
 			// relists after a backoff.
 			return err
+		case err != nil && isBadContent(err) && badAt == r.LastSyncResourceVersion():
+			// The same bad object or frame again after the same version:
+			// the server replays it to every watch from there, and only a
+			// relist (after a backoff, by Run) gets past it once it is
+			// fixed or deleted.
+			return err
 		case err != nil:
+			if isBadContent(err) {
+				badAt = r.LastSyncResourceVersion()
+			}
 			r.report(ctx, err)
 			if !r.sleep(ctx) {
 				return nil

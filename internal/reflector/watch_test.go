@@ -416,3 +416,31 @@ func TestWatchRequestOptions(t *testing.T) {
 		})
 	}
 }
+
+// A bad object that the server replays to every watch from the same
+// version (a custom resource that does not decode into T) cannot be
+// watched past: the first bad frame is retried from the same version, the
+// same failure again at that version leads to a relist after a backoff,
+// which gets past it once the object is fixed or gone.
+func TestReplayedBadObjectRelists(t *testing.T) {
+	isWrongType := func(err error) bool { return errors.Is(err, source.ErrWrongType) }
+	bad := nextErr(fmt.Errorf("%w: want *v1.Pod, got example.com/v1, Kind=Widget", source.ErrWrongType))
+	synctest.Test(t, func(t *testing.T) {
+		tt := watchCase{
+			opts:     opts{NoWatchList: true},
+			lists:    []step{page("10", "", pod("a", "5")), page("20", "", pod("a", "5"), pod("b", "11"))},
+			watchs:   []step{breaks(bad, added("b", "11")), breaks(bad), hangs().final()},
+			want:     []req{list("0", DefaultPageSize), watchAt("10"), watchAt("11"), list("11", 0), watchAt("20")},
+			wantErrs: []func(error) bool{isWrongType, isWrongType},
+			// Both the re-watch and the relist come after a backoff.
+			afterBackoff: []int{2, 3},
+		}
+		h := tt.run(t)
+		if st := h.r.Status().Stats; st.Relists != 1 {
+			t.Errorf("Stats = %+v, want one relist", st)
+		}
+		if got := h.r.LastSyncResourceVersion(); got != "20" {
+			t.Errorf("LastSyncResourceVersion = %q, want 20", got)
+		}
+	})
+}
