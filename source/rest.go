@@ -77,9 +77,12 @@ func FromConfig[T cache.Object](cfg *rest.Config, opts RESTOptions) (Source[T], 
 	if err != nil {
 		return nil, err
 	}
-	codecs := clientgoscheme.Codecs
+	codecs, sch := clientgoscheme.Codecs, clientgoscheme.Scheme
 	if opts.Scheme != nil {
-		codecs = serializer.NewCodecFactory(opts.Scheme)
+		codecs, sch = serializer.NewCodecFactory(opts.Scheme), opts.Scheme
+	}
+	if list := gvk.GroupVersion().WithKind(gvk.Kind + "List"); opts.Protobuf && (!sch.Recognizes(gvk) || !sch.Recognizes(list)) {
+		return nil, fmt.Errorf("%w: Protobuf needs %v and %v in the scheme: its codecs decode protobuf", ErrUnknownKind, gvk.Kind, list.Kind)
 	}
 	c := rest.CopyConfig(cfg)
 	c.GroupVersion = &schema.GroupVersion{Group: gvk.Group, Version: gvk.Version}

@@ -1,10 +1,12 @@
 package source_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -101,6 +103,8 @@ func TestFromConfigStreamErrors(t *testing.T) {
 		{"another kind", `{"type":"ADDED","object":{"kind":"Service","apiVersion":"v1","metadata":{"name":"s"}}}` + "\n", source.ErrWrongType, nil},
 		{"wrong field type", `{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":7}}}` + "\n", source.ErrMalformed, nil},
 		{"not JSON", "<html>gateway</html>\n", source.ErrMalformed, nil},
+		{"bad time", `{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","creationTimestamp":"yesterday"}}}` + "\n", source.ErrMalformed, nil},
+		{"bad quantity", `{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p"},"spec":{"overhead":{"cpu":"lots"}}}}` + "\n", source.ErrMalformed, nil},
 		{"not an object", `["ADDED"]` + "\n", source.ErrMalformed, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -211,6 +215,11 @@ func TestFromConfigConstructionErrors(t *testing.T) {
 			_, err := source.FromConfig[*corev1.Service](cfg, source.RESTOptions{Mapper: mapper})
 			return err
 		}, nil, "map /v1, Kind=Service to a resource"},
+		{"protobuf for a kind in no scheme", func() error {
+			_, err := source.FromConfig[*widget](cfg, source.RESTOptions{Mapper: mapper, Protobuf: true,
+				GroupVersionKind: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}})
+			return err
+		}, source.ErrUnknownKind, "Protobuf needs Widget and WidgetList in the scheme"},
 		{"namespace of a cluster-scoped resource", func() error {
 			_, err := source.FromConfig[*corev1.Node](cfg, source.RESTOptions{Mapper: mapper, Namespace: "ns"})
 			return err
@@ -228,5 +237,31 @@ func TestFromConfigConstructionErrors(t *testing.T) {
 				t.Errorf("error %q does not say %q", err, tc.text)
 			}
 		})
+	}
+}
+
+// TestFromConfigWatchIsNotThrottled: like client-go's, watches do not wait
+// on the client's rate limiter, so a watch restart never queues behind
+// lists.
+func TestFromConfigWatchIsNotThrottled(t *testing.T) {
+	f := sourcetest.NewFake(sourcetest.FakeOptions[*corev1.Pod]{})
+	s := newPodServer(t, f)
+	cfg := s.config()
+	cfg.QPS, cfg.Burst = 0.001, 1
+	src, err := source.FromConfig[*corev1.Pod](cfg, source.RESTOptions{Mapper: podMapper()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.List(t.Context(), metav1.ListOptions{}); err != nil { // takes the one token
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	for range 3 {
+		w, err := src.Watch(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("Watch after the limiter's only token was taken: %v", err)
+		}
+		w.Stop()
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"sync"
 	"sync/atomic"
 
@@ -43,13 +42,17 @@ type restList[T cache.Object] struct {
 }
 
 func (s *restSource[T]) List(ctx context.Context, opts metav1.ListOptions) (List[T], error) {
-	body, err := s.request(opts, s.namespace).Stream(ctx)
+	rc, err := s.request(opts, s.namespace).Stream(ctx)
 	if err != nil {
 		return List[T]{}, &Error{Phase: PhaseList, Err: err}
 	}
-	defer body.Close()
+	defer rc.Close()
+	body := &recordingReader{r: rc}
 	var l restList[T]
 	if err := json.NewDecoderCaseSensitivePreserveInts(body).Decode(&l); err != nil {
+		if body.err != nil { // the connection failed, not the body
+			return List[T]{}, &Error{Phase: PhaseList, Err: body.err}
+		}
 		return List[T]{}, &Error{Phase: PhaseList, Err: fmt.Errorf("%w: decode %v list: %w", ErrMalformed, s.resource, err)}
 	}
 	for i, obj := range l.Items {
@@ -78,13 +81,15 @@ func (s *restSource[T]) check(obj T) error {
 func (s *restSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (Watcher[T], error) {
 	opts.Watch = true
 	ctx, cancel := context.WithCancel(ctx)
-	body, err := s.request(opts, s.namespace).Stream(ctx)
+	// Like client-go's, watches are not rate limited: a watch is one
+	// long request, and a restart must not queue behind lists.
+	body, err := s.request(opts, s.namespace).Throttle(nil).Stream(ctx)
 	if err != nil {
 		cancel()
 		return nil, &Error{Phase: PhaseWatchStart, Err: err}
 	}
-	w := &restWatcher[T]{src: s, ctx: ctx, cancel: cancel, body: body}
-	w.dec = json.NewDecoderCaseSensitivePreserveInts(body)
+	w := &restWatcher[T]{src: s, ctx: ctx, cancel: cancel, body: body, read: &recordingReader{r: body}}
+	w.dec = json.NewDecoderCaseSensitivePreserveInts(w.read)
 	return w, nil
 }
 
@@ -96,6 +101,7 @@ type restWatcher[T cache.Object] struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	body    io.ReadCloser
+	read    *recordingReader
 	dec     json.Decoder
 	stopped atomic.Bool
 	once    sync.Once
@@ -126,29 +132,37 @@ func (w *restWatcher[T]) Next(ctx context.Context) (Event[T], error) {
 		return ev, nil
 	case ctx.Err() != nil:
 		return Event[T]{}, ctx.Err()
-	case w.stopped.Load(), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed), errors.Is(err, context.Canceled):
+	case w.stopped.Load():
 		return Event[T]{}, ErrWatchClosed
 	}
 	var se *Error
 	if errors.As(err, &se) {
 		return Event[T]{}, err
 	}
-	if isJSONError(err) {
-		return Event[T]{}, &Error{Phase: PhaseWatch, Err: fmt.Errorf("%w: %w", ErrMalformed, err)}
+	if w.read.err != nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		// The connection ended or failed, possibly mid-event: the stream
+		// is over, and a new watch resumes from the last event.
+		return Event[T]{}, ErrWatchClosed
 	}
-	// Anything else is the connection failing: the stream has ended.
-	return Event[T]{}, ErrWatchClosed
+	// The bytes arrived and do not decode into T: a syntax error, a value
+	// of the wrong JSON type, or one a field's own decoder refuses (a bad
+	// quantity or time).
+	return Event[T]{}, &Error{Phase: PhaseWatch, Err: fmt.Errorf("%w: decode %v watch event: %w", ErrMalformed, w.src.resource, err)}
 }
 
-// isJSONError tells a body that is not JSON, or not the expected JSON,
-// from a failing read.
-func isJSONError(err error) bool {
-	var te *gojson.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return true
+// recordingReader remembers the first read error other than io.EOF, so
+// that a decoding error can be told from a failing connection.
+type recordingReader struct {
+	r   io.Reader
+	err error
+}
+
+func (r *recordingReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF && r.err == nil {
+		r.err = err
 	}
-	ok, _ := json.SyntaxErrorOffset(err)
-	return ok
+	return n, err
 }
 
 // decode reads one {"type": ..., "object": ...} value.

@@ -54,7 +54,9 @@ type Watcher[T cache.Object] interface {
 	// failure in the stream: an ERROR event's status (an *Error with
 	// PhaseWatch wrapping the API error), or an event that makes no sense
 	// (ErrMalformed, ErrWrongType). The caller stops the stream after an
-	// error.
+	// error. A ctx that ends while Next blocks may end the stream too (a
+	// source reading a connection can stop the read only by closing it):
+	// after ctx's error, the caller watches again.
 	Next(ctx context.Context) (Event[T], error)
 	// Stop ends the stream and releases its resources. It is safe to call
 	// more than once and concurrently with Next.
