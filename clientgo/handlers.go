@@ -2,10 +2,7 @@ package clientgo
 
 import (
 	"context"
-	"errors"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	clientcache "k8s.io/client-go/tools/cache"
 
@@ -46,7 +43,7 @@ func (e eventHandler[T]) OnDelete(d handler.Deleted[T]) {
 type registration[T cache.Object] struct {
 	view    *view[T]
 	reg     *typed.Registration
-	checker *syncChecker
+	checker syncChecker
 	removed atomic.Bool
 }
 
@@ -55,12 +52,8 @@ type registration[T cache.Object] struct {
 func (r *registration[T]) HasSynced() bool { return r.reg.HasSynced() }
 
 // HasSyncedChecker returns a DoneChecker whose channel is closed once
-// HasSynced is true. The first Done call starts a goroutine that ends when
-// the handler syncs, is removed, or its informer stops.
+// HasSynced is true.
 func (r *registration[T]) HasSyncedChecker() clientcache.DoneChecker { return r.checker }
-
-// gone reports whether the handler can no longer sync.
-func (r *registration[T]) gone() bool { return r.removed.Load() || r.view.probeStopped() }
 
 // controller is what GetController returns.
 type controller[T cache.Object] struct{ v *view[T] }
@@ -80,55 +73,16 @@ func (c controller[T]) HasSyncedChecker() clientcache.DoneChecker { return c.v.c
 // LastSyncResourceVersion is the informer's LastSyncResourceVersion.
 func (c controller[T]) LastSyncResourceVersion() string { return c.v.LastSyncResourceVersion() }
 
-// syncChecker is a client-go DoneChecker over a typed wait.
+// syncChecker is a client-go DoneChecker over a typed sync channel: no
+// goroutine, nothing to stop.
 type syncChecker struct {
-	name string
-	wait func(context.Context) error
-	gone func() bool // the informer stopped or the handler was removed
-
-	once sync.Once
-	done chan struct{}
-}
-
-func newSyncChecker(name string, wait func(context.Context) error, gone func() bool) *syncChecker {
-	return &syncChecker{name: name, wait: wait, gone: gone, done: make(chan struct{})}
+	name   string
+	synced <-chan struct{}
 }
 
 // Name says what the checker waits for.
-func (c *syncChecker) Name() string { return c.name }
+func (c syncChecker) Name() string { return c.name }
 
-// Done returns a channel closed once the wait succeeds. The first call
-// starts the goroutine that waits; it ends when the wait succeeds or can no
-// longer succeed (the informer stopped, the handler was removed).
-func (c *syncChecker) Done() <-chan struct{} {
-	c.once.Do(func() { go c.watch() })
-	return c.done
-}
-
-// Bounds of the pause between two waits that ended on an error a retry
-// cannot fix by itself (Forbidden, NotFound): such a wait returns at once
-// while the error lasts.
-const (
-	minPause = time.Second
-	maxPause = 30 * time.Second
-)
-
-func (c *syncChecker) watch() {
-	pause := minPause
-	for {
-		err := c.wait(context.Background())
-		if err == nil {
-			close(c.done)
-			return
-		}
-		if errors.Is(err, typed.ErrStopped) || errors.Is(err, typed.ErrRemoved) {
-			return
-		}
-		t := time.NewTimer(pause)
-		<-t.C
-		if c.gone() {
-			return
-		}
-		pause = min(2*pause, maxPause)
-	}
-}
+// Done returns a channel closed once the informer (or the handler) has
+// synced; it is never closed for one that stopped, or was removed, before.
+func (c syncChecker) Done() <-chan struct{} { return c.synced }

@@ -12,7 +12,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/typedinformer/informer/cache"
-	"github.com/typedinformer/informer/handler"
 	"github.com/typedinformer/informer/typed"
 )
 
@@ -68,11 +67,9 @@ type view[T cache.Object] struct {
 	store   *cache.Store[T]
 	hooks   *Hooks[T]
 	idx     *indexer[T]
-	checker *syncChecker
+	checker syncChecker
 
-	running atomic.Int32 // Runs of the view that run the informer now
-	ran     atomic.Bool  // the view's Run was called
-	stopped atomic.Bool  // the informer is known to have stopped
+	ran atomic.Bool // the view's Run was called
 }
 
 // SharedIndexInformer returns a client-go SharedIndexInformer that is a view
@@ -94,7 +91,7 @@ func SharedIndexInformer[T cache.Object](inf *typed.Informer[T], opts Options[T]
 		return nil, fmt.Errorf("clientgo: SharedIndexInformer of informer %s: %w", inf.Name(), err)
 	}
 	v.idx = idx
-	v.checker = newSyncChecker("SharedIndexInformer view of informer "+inf.Name(), inf.WaitForSync, v.probeStopped)
+	v.checker = syncChecker{name: "SharedIndexInformer view of informer " + inf.Name(), synced: inf.Synced()}
 	if v.hooks != nil {
 		v.hooks.bind(inf.Name())
 	}
@@ -126,13 +123,10 @@ func (v *view[T]) AddEventHandlerWithOptions(h clientcache.ResourceEventHandler,
 	}
 	reg, err := v.inf.AddHandler(eventHandler[T]{h: h})
 	if err != nil {
-		if errors.Is(err, typed.ErrStopped) {
-			v.stopped.Store(true)
-		}
 		return nil, fmt.Errorf("clientgo: handler %T was not added to informer %s: %w", h, v.inf.Name(), err)
 	}
 	r := &registration[T]{view: v, reg: reg}
-	r.checker = newSyncChecker(fmt.Sprintf("%s + event handler %T", v.checker.Name(), h), reg.WaitForSync, r.gone)
+	r.checker = syncChecker{name: fmt.Sprintf("%s + event handler %T", v.checker.Name(), h), synced: reg.Synced()}
 	return r, nil
 }
 
@@ -166,7 +160,7 @@ func (v *view[T]) GetIndexer() clientcache.Indexer { return v.idx }
 // AddIndexers adds indexes to the informer's cache (see the view's
 // indexer). Like client-go's, it fails once the informer has stopped.
 func (v *view[T]) AddIndexers(indexers clientcache.Indexers) error {
-	if v.stopped.Load() {
+	if v.IsStopped() {
 		return fmt.Errorf("clientgo: informer %s: indexers not added: %w", v.inf.Name(), typed.ErrStopped)
 	}
 	return v.idx.AddIndexers(indexers)
@@ -192,9 +186,7 @@ func (v *view[T]) RunWithContext(ctx context.Context) {
 	if v.hooks != nil {
 		v.hooks.setContext(ctx)
 	}
-	v.running.Add(1)
 	err := v.inf.Run(ctx)
-	v.running.Add(-1)
 	switch {
 	case errors.Is(err, typed.ErrRunning):
 		<-ctx.Done()
@@ -203,15 +195,13 @@ func (v *view[T]) RunWithContext(ctx context.Context) {
 	case err != nil:
 		klog.FromContext(ctx).Error(err, "Informer stopped", "informer", v.inf.Name())
 	}
-	v.stopped.Store(true)
 }
 
 // HasSynced reports whether the informer's initial list is in its cache.
 func (v *view[T]) HasSynced() bool { return v.inf.HasSynced() }
 
 // HasSyncedChecker returns a DoneChecker whose channel is closed once the
-// informer has synced. The first Done call starts a goroutine that ends
-// when the informer syncs or stops.
+// informer has synced.
 func (v *view[T]) HasSyncedChecker() clientcache.DoneChecker { return v.checker }
 
 // LastSyncResourceVersion is the informer's LastSyncResourceVersion.
@@ -266,7 +256,7 @@ func (v *view[T]) settable(what string) error {
 // started reports whether the informer has started: the view ran it, the
 // hooks saw an object, or it has talked to its source.
 func (v *view[T]) started() bool {
-	if v.ran.Load() || v.stopped.Load() || (v.hooks != nil && v.hooks.used.Load()) || v.inf.HasSynced() {
+	if v.ran.Load() || v.IsStopped() || (v.hooks != nil && v.hooks.used.Load()) || v.inf.HasSynced() {
 		return true
 	}
 	st := v.inf.Status().Stats
@@ -274,33 +264,11 @@ func (v *view[T]) started() bool {
 }
 
 // IsStopped reports whether the informer has stopped: its Run returned.
-// When the view does not run the informer itself and has not seen it stop,
-// it asks the informer by adding and removing a handler that does nothing,
-// which costs a snapshot of the cache.
 func (v *view[T]) IsStopped() bool {
-	if v.stopped.Load() {
+	select {
+	case <-v.inf.Stopped():
 		return true
-	}
-	if v.running.Load() > 0 {
+	default:
 		return false
 	}
-	return v.probeStopped()
-}
-
-// probeStopped asks the informer whether it has stopped: AddHandler fails
-// with ErrStopped only then.
-func (v *view[T]) probeStopped() bool {
-	if v.stopped.Load() {
-		return true
-	}
-	reg, err := v.inf.AddHandler(handler.Funcs[T]{})
-	if err != nil {
-		if errors.Is(err, typed.ErrStopped) {
-			v.stopped.Store(true)
-			return true
-		}
-		return false
-	}
-	_ = v.inf.RemoveHandler(reg) // it was just added: it cannot be unknown
-	return false
 }

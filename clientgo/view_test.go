@@ -179,8 +179,7 @@ func TestHasSyncedCheckers(t *testing.T) {
 }
 
 // A checker waiting on an informer that cannot sync (Forbidden) keeps
-// waiting, without spinning, and its goroutine ends once the informer
-// stops: the bubble ends only if it does.
+// waiting, and holds no goroutine: the bubble ends.
 func TestCheckerOfAForbiddenInformerEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := fakeOf(sourcetest.FakeOptions[*corev1.Pod]{NoWatchList: true})
@@ -202,7 +201,26 @@ func TestCheckerOfAForbiddenInformerEnds(t *testing.T) {
 			}
 		}
 		stop()
-		time.Sleep(time.Minute) // past the checkers' longest pause
+	})
+}
+
+// The checkers of a view whose informer never runs hold no goroutine
+// (synctest fails a bubble that ends with one blocked).
+func TestCheckersOfAnInformerThatNeverRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, v := newView(t, fakeOf(sourcetest.FakeOptions[*corev1.Pod]{}), typed.Options[*corev1.Pod]{}, clientgo.Options[*corev1.Pod]{})
+		reg, err := v.AddEventHandler(newRecorder().handler())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []clientcache.DoneChecker{v.HasSyncedChecker(), reg.HasSyncedChecker()} {
+			if clientcache.IsDone(c) {
+				t.Errorf("%s done for an informer that never ran", c.Name())
+			}
+		}
+		if v.IsStopped() {
+			t.Error("IsStopped for an informer that never ran")
+		}
 	})
 }
 

@@ -310,3 +310,10 @@ func (inf *Informer[T]) HasSynced() bool {
 		return false
 	}
 }
+
+// Synced returns a channel closed once HasSynced is true, for code that
+// selects on it (client-go's DoneChecker); WaitForSync says why it is not.
+func (inf *Informer[T]) Synced() <-chan struct{} { return inf.synced }
+
+// Stopped returns a channel closed once Run has returned.
+func (inf *Informer[T]) Stopped() <-chan struct{} { return inf.done }

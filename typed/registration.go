@@ -16,6 +16,7 @@ type Registration struct {
 		waitForSync(ctx context.Context) error
 		pending() int64
 		panicCount() int64
+		syncedChan() <-chan struct{}
 	}
 }
 
@@ -29,6 +30,11 @@ func (r *Registration) HasSynced() bool { return r.l.hasSynced() }
 // cannot fix by itself (Forbidden, Unauthorized, NotFound), when the
 // informer stops or the handler is removed, or when ctx ends.
 func (r *Registration) WaitForSync(ctx context.Context) error { return r.l.waitForSync(ctx) }
+
+// Synced returns a channel closed once HasSynced is true. It is never
+// closed for a handler removed, or whose informer stopped, before it
+// synced; WaitForSync says why.
+func (r *Registration) Synced() <-chan struct{} { return r.l.syncedChan() }
 
 // Pending is the number of notifications queued for the handler and not yet
 // handled: how far behind it is.
@@ -45,6 +51,8 @@ type boundListener[T cache.Object] struct {
 
 func (b boundListener[T]) pending() int64    { return b.depth.Load() }
 func (b boundListener[T]) panicCount() int64 { return b.panics.Load() }
+
+func (b boundListener[T]) syncedChan() <-chan struct{} { return b.synced }
 
 func (b boundListener[T]) waitForSync(ctx context.Context) error {
 	return b.inf.wait(ctx, b.synced, b.stop, b.name)
