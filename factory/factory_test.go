@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -365,4 +367,57 @@ func TestStartFails(t *testing.T) {
 		t.Errorf("%d watches open after Start returned, want 0", n)
 	}
 	t.Logf("Start: %v", err)
+}
+
+// TestConcurrentInformerFor: callers racing for one new scope, while the
+// factory runs, all get the same informer, and it makes one watch.
+func TestConcurrentInformerFor(t *testing.T) {
+	fs := newFakes(sourcetest.FakeOptions[*corev1.Pod]{Objects: it.Pods(3)})
+	f := newFactory(t, fs, factory.Options{})
+	start(t, f)
+	const callers = 16
+	infs := make([]*typed.Informer[*corev1.Pod], callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			inf, release, err := factory.InformerFor[*corev1.Pod](f, factory.Scope{LabelSelector: "app!=db"})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			t.Cleanup(release)
+			infs[i] = inf
+		})
+	}
+	wg.Wait()
+	for i, inf := range infs {
+		if inf != infs[0] {
+			t.Fatalf("caller %d got another informer than caller 0", i)
+		}
+	}
+	waitSynced(t, f)
+	it.Eventually(t, "the watch is open", func() bool { return fs.of("").OpenWatches() == 1 })
+	if n := fs.of("").WatchCalls(); n != 1 {
+		t.Errorf("%d watches for %d callers of one scope, want 1", n, callers)
+	}
+}
+
+// TestErrorHandlerNamesInformer: Options.ErrorHandler gets each error
+// wrapped with the name of the informer it came from (in a bubble: the
+// backoff after the failed list takes no real time).
+func TestErrorHandlerNamesInformer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := newFakes(sourcetest.FakeOptions[*corev1.Pod]{NoWatchList: true})
+		errBoom := apierrors.NewInternalError(errors.New("boom"))
+		fs.of("flaky").FailLists(1, errBoom)
+		var errs it.ErrSink
+		f := newFactory(t, fs, factory.Options{ErrorHandler: errs.Handle})
+		informerFor[*corev1.Pod](t, f, factory.Scope{Namespace: "flaky"})
+		start(t, f)
+		waitSynced(t, f) // after one failed list and a backoff
+		got := errs.All()
+		if len(got) != 1 || !strings.HasPrefix(got[0].Error(), "informer pods (namespace flaky): ") || !apierrors.IsInternalError(got[0]) {
+			t.Errorf("errors handled: %v, want the one 500, named after pods (namespace flaky)", got)
+		}
+	})
 }
