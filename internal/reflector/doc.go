@@ -29,8 +29,8 @@
 //     with 410. Every other watch error, at start or in the stream (500,
 //     503, 429, connection refused or reset, EOF, 403, a malformed frame),
 //     is retried from the same resourceVersion after a backoff. A bad frame
-//     or object (ErrMalformed, ErrWrongType, ErrNilObject) that comes again
-//     after the same resourceVersion is one the server replays to every
+//     or object (ErrMalformed, ErrWrongType, ErrNilObject) that comes again,
+//     the same error after the same resourceVersion, is one the server replays to every
 //     watch from there (an object that does not decode into T): that leads
 //     to a relist after a backoff, which gets past it once it is fixed or
 //     deleted (while it exists, the relist fails and is retried).

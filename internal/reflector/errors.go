@@ -110,6 +110,10 @@ func isBadContent(err error) bool {
 	return errors.Is(err, source.ErrMalformed) || errors.Is(err, source.ErrWrongType) || errors.Is(err, source.ErrNilObject)
 }
 
+// badKey identifies a bad frame or object by what it said and the version
+// it came after: the same key twice is the server replaying it.
+func badKey(rv string, err error) string { return rv + "\x00" + err.Error() }
+
 // malformedEvent is the error for an event that breaks the source contract.
 func malformedEvent(format string, args ...any) error {
 	return &source.Error{Phase: source.PhaseWatch, Err: fmt.Errorf("%w: "+format, append([]any{source.ErrMalformed}, args...)...)}

@@ -24,8 +24,8 @@ func (r *Reflector[T]) watch(ctx context.Context, w source.Watcher[T]) error {
 			w.Stop()
 		}
 	}()
-	shorts := 0     // watches in a row that ended within shortWatch
-	badAt := "none" // the resourceVersion a bad object or frame last came after
+	shorts := 0   // watches in a row that ended within shortWatch
+	lastBad := "" // the last bad frame or object, and the version it came after
 	for ctx.Err() == nil {
 		start := time.Now()
 		if w == nil {
@@ -59,7 +59,7 @@ func (r *Reflector[T]) watch(ctx context.Context, w source.Watcher[T]) error {
 			// No resume point (see below): Run reports the error and
 			// relists after a backoff.
 			return err
-		case err != nil && isBadContent(err) && badAt == r.LastSyncResourceVersion():
+		case err != nil && isBadContent(err) && badKey(r.LastSyncResourceVersion(), err) == lastBad:
 			// The same bad object or frame again after the same version:
 			// the server replays it to every watch from there, and only a
 			// relist (after a backoff, by Run) gets past it once it is
@@ -67,7 +67,7 @@ func (r *Reflector[T]) watch(ctx context.Context, w source.Watcher[T]) error {
 			return err
 		case err != nil:
 			if isBadContent(err) {
-				badAt = r.LastSyncResourceVersion()
+				lastBad = badKey(r.LastSyncResourceVersion(), err)
 			}
 			r.report(ctx, err)
 			if !r.sleep(ctx) {
