@@ -115,11 +115,12 @@ func run(ctx context.Context, out io.Writer, kubeconfig string, namespaces []str
 	for _, u := range users {
 		u.release()
 	}
-	_, err = users[0].pods.AddHandler(handler.Funcs[*corev1.Pod]{})
-	for err == nil { // the informer stops soon after its last release
-		time.Sleep(10 * time.Millisecond)
-		_, err = users[0].pods.AddHandler(handler.Funcs[*corev1.Pod]{})
+	select {
+	case <-users[0].pods.Stopped(): // the last release stops the informer
+	case <-ctx.Done():
+		return ctx.Err()
 	}
+	_, err = users[0].pods.AddHandler(handler.Funcs[*corev1.Pod]{})
 	fmt.Fprintf(out, "after every release: %v\n", err)
 	return nil
 }
