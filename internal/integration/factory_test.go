@@ -297,7 +297,7 @@ func TestFactoryCRDDeleted(t *testing.T) {
 	gvr := gv.WithResource("widgets")
 	ns := uniqueName("fcrd")
 	createNamespaces(ctx, t, protobufClientset(t, c.AdminConfig()), ns)
-	createWidgetCRD(ctx, t, c, group)
+	createEstablishedCRD(ctx, t, dynamicClient(t, c.AdminConfig()), group)
 	dynAdmin := dynamicClient(t, c.AdminConfig())
 	widgets := dynAdmin.Resource(gvr).Namespace(ns)
 	if _, err := widgets.Create(ctx, widget(gv, ns, "before", 1, nil), metav1.CreateOptions{}); err != nil {
@@ -341,7 +341,7 @@ func TestFactoryCRDDeleted(t *testing.T) {
 	}
 
 	// Create the CRD again: the informer resumes and sees a new widget.
-	createWidgetCRD(ctx, t, c, group)
+	createEstablishedCRD(ctx, t, dynamicClient(t, c.AdminConfig()), group)
 	it.Eventually(t, "a widget is created in the new CRD", func() bool {
 		_, err := widgets.Create(ctx, widget(gv, ns, "after", 2, nil), metav1.CreateOptions{})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsAlreadyExists(err) {

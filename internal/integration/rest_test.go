@@ -109,24 +109,6 @@ func (g *gadget) DeepCopyObject() runtime.Object {
 	return &c
 }
 
-// createWidgetCRD creates the widgets CRD of group and waits until it is
-// Established and served.
-func createWidgetCRD(ctx context.Context, t *testing.T, c *testcluster.Cluster, group string) {
-	t.Helper()
-	dyn := dynamicClient(t, c.AdminConfig())
-	if _, err := dyn.Resource(crdResource).Create(ctx, widgetCRD(group), metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create CRD: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = dyn.Resource(crdResource).Delete(context.Background(), "widgets."+group, metav1.DeleteOptions{})
-	})
-	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}
-	it.Eventually(t, "the CRD is served", func() bool {
-		_, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
-		return err == nil
-	})
-}
-
 // TestGoStructCRD: a CRD whose only Go definition is a plain struct in
 // this test, registered in a scheme of its own, is watched typed through
 // FromConfig (kind from the scheme, resource and scope from discovery):
@@ -140,7 +122,7 @@ func TestGoStructCRD(t *testing.T) {
 	gv := schema.GroupVersion{Group: group, Version: "v1"}
 	ns := uniqueName("gadgets")
 	createNamespaces(ctx, t, protobufClientset(t, c.AdminConfig()), ns)
-	createWidgetCRD(ctx, t, c, group)
+	createEstablishedCRD(ctx, t, dynamicClient(t, c.AdminConfig()), group)
 
 	scheme := runtime.NewScheme()
 	scheme.AddKnownTypeWithName(gv.WithKind("Widget"), &gadget{})
