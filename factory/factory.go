@@ -51,8 +51,10 @@ type Options struct {
 	Scheme *runtime.Scheme
 	// Mapper maps kinds to resources and scopes. Default: one
 	// discovery-based mapper over the config, with a memory cache,
-	// shared by every informer of the factory (a kind it does not know
-	// makes it discover again, so CRDs created later are found).
+	// shared by every informer of the factory. A kind the mapper does
+	// not know makes a mapper that can be reset (meta.ResettableRESTMapper,
+	// as the default is) discover again once, so CRDs created later are
+	// found.
 	Mapper meta.RESTMapper
 	// HTTPClient carries every request of the factory's informers.
 	// Default: one client made from the config (rest.HTTPClientFor),

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -295,9 +296,17 @@ func newShared[T cache.Object](f *Factory, k key, s Scope, newSource any) (*shar
 	case f.cfg == nil:
 		return nil, ErrNoConfig
 	default:
-		src, err = source.FromConfig[T](f.cfg, source.RESTOptions{
-			Scheme: f.opts.Scheme, Mapper: f.mapper, HTTPClient: f.client, Namespace: k.namespace,
-		})
+		ropts := source.RESTOptions{Scheme: f.opts.Scheme, Mapper: f.mapper, HTTPClient: f.client, Namespace: k.namespace}
+		src, err = source.FromConfig[T](f.cfg, ropts)
+		if rm, ok := f.mapper.(meta.ResettableRESTMapper); ok && meta.IsNoMatchError(err) {
+			// The kind may have been served since the mapper last
+			// discovered (a CRD created after): discover again, once.
+			rm.Reset()
+			src, err = source.FromConfig[T](f.cfg, ropts)
+		}
+		if errors.Is(err, source.ErrUnknownKind) {
+			return nil, fmt.Errorf("%w (factory: add the type to Options.Scheme, or give it a source with Register)", err)
+		}
 		if err != nil {
 			return nil, err
 		}
