@@ -12,10 +12,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	clientcache "k8s.io/client-go/tools/cache"
 
 	"github.com/typedinformer/informer/cache"
 	it "github.com/typedinformer/informer/internal/informertest"
@@ -59,8 +61,9 @@ func configMapCase(c *testcluster.Cluster, cs kubernetes.Interface, adapt func(t
 }
 
 // TestConformanceRealServer runs the source conformance suite against
-// kube-apiserver for the client adapters: FromConfig (JSON and protobuf)
-// and FromClient over a real clientset. The cluster has no watch cache, so
+// kube-apiserver for the client adapters: FromConfig (JSON and protobuf),
+// FromListerWatcher over client-go's ListWatch, and FromClient over a real
+// clientset. The cluster has no watch cache, so
 // that a watch from a compacted resourceVersion gets its 410 from etcd at
 // once (with the cache, it may still be served from the cache's window).
 func TestConformanceRealServer(t *testing.T) {
@@ -78,6 +81,17 @@ func TestConformanceRealServer(t *testing.T) {
 	}
 	t.Run("FromConfig", func(t *testing.T) { sourcetest.Run(t, configMapCase(c, cs, fromConfig(false))) })
 	t.Run("FromConfigProtobuf", func(t *testing.T) { sourcetest.Run(t, configMapCase(c, cs, fromConfig(true))) })
+	t.Run("FromListerWatcher", func(t *testing.T) {
+		real := clientset(t, c.AdminConfig())
+		sourcetest.Run(t, configMapCase(c, cs, func(t *testing.T, ns string) source.Source[*corev1.ConfigMap] {
+			lw := clientcache.NewListWatchFromClient(real.CoreV1().RESTClient(), "configmaps", ns, fields.Everything())
+			src, err := source.FromListerWatcher[*corev1.ConfigMap](lw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return src
+		}))
+	})
 	t.Run("FromClient", func(t *testing.T) {
 		real := clientset(t, c.AdminConfig())
 		sourcetest.Run(t, configMapCase(c, cs, func(t *testing.T, ns string) source.Source[*corev1.ConfigMap] {
