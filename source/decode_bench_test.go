@@ -75,11 +75,11 @@ type wireEvent struct {
 
 // watchStream is n MODIFIED events of different pods, encoded as an API
 // server writes a JSON watch stream.
-func watchStream(b *testing.B, n int) []byte {
+func watchStream(b *testing.B, n int, pod func(int) *corev1.Pod) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	for i := range n {
-		if err := enc.Encode(wireEvent{Type: watch.Modified, Object: benchPod(i)}); err != nil {
+		if err := enc.Encode(wireEvent{Type: watch.Modified, Object: pod(i)}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -87,14 +87,29 @@ func watchStream(b *testing.B, n int) []byte {
 }
 
 // BenchmarkDecodeWatchEvent decodes the same JSON watch stream (1000
-// MODIFIED pod events) into *corev1.Pod with this package's single-pass
+// MODIFIED pod events, with managedFields as the API server sends them, and
+// without) into *corev1.Pod with this package's single-pass
 // decoder and with the decoders client-go's typed clientset uses for a
 // watch (the JSON framer, the WatchEvent decoder, then the object decoder
 // from kubernetes/scheme), without the channel of either watcher. ns/event
 // is the time per event.
 func BenchmarkDecodeWatchEvent(b *testing.B) {
+	trimmed := func(i int) *corev1.Pod {
+		p := benchPod(i)
+		p.ManagedFields = nil
+		return p
+	}
+	for _, tc := range []struct {
+		name string
+		pod  func(int) *corev1.Pod
+	}{{"pod", benchPod}, {"pod-without-managedFields", trimmed}} {
+		b.Run(tc.name, func(b *testing.B) { benchmarkDecode(b, tc.pod) })
+	}
+}
+
+func benchmarkDecode(b *testing.B, pod func(int) *corev1.Pod) {
 	const n = 1000
-	data := watchStream(b, n)
+	data := watchStream(b, n, pod)
 	b.Logf("%d bytes per event", len(data)/n)
 	perEvent := func(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
