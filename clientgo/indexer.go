@@ -55,7 +55,7 @@ func typedIndexFunc[T cache.Object](f cache.IndexFunc[T]) clientcache.IndexFunc 
 
 // refuse is the error of a write method.
 func (x *indexer[T]) refuse(op string, obj any) error {
-	return fmt.Errorf("clientgo: informer %s: %s of %T: %w", x.v.inf.Name(), op, obj, ErrReadOnly)
+	return fmt.Errorf("%w: informer %s: %s of %T", ErrReadOnly, x.v.inf.Name(), op, obj)
 }
 
 // Add returns an error wrapping ErrReadOnly.
@@ -132,7 +132,7 @@ func (x *indexer[T]) Index(name string, obj any) ([]any, error) {
 		if _, err := x.store.IndexValues(name); err != nil {
 			return nil, x.noIndex(name, err)
 		}
-		return nil, fmt.Errorf("clientgo: informer %s: index %q: %w (declare it in Options.Indexers)", x.v.inf.Name(), name, ErrUnknownIndexFunc)
+		return nil, fmt.Errorf("%w: informer %s: index %q (declare it in Options.Indexers)", ErrUnknownIndexFunc, x.v.inf.Name(), name)
 	}
 	vals, err := callIndexFunc(name, f, obj)
 	if err != nil {

@@ -246,9 +246,9 @@ func (v *view[T]) SetTransform(f clientcache.TransformFunc) error {
 func (v *view[T]) settable(what string) error {
 	switch {
 	case v.hooks == nil:
-		return fmt.Errorf("clientgo: informer %s: %s: %w", v.inf.Name(), what, ErrNoHooks)
+		return fmt.Errorf("%w: informer %s: %s", ErrNoHooks, v.inf.Name(), what)
 	case v.started():
-		return fmt.Errorf("clientgo: informer %s: %s: %w", v.inf.Name(), what, ErrStarted)
+		return fmt.Errorf("%w: informer %s: %s", ErrStarted, v.inf.Name(), what)
 	}
 	return nil
 }
