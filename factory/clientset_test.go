@@ -24,7 +24,7 @@ import (
 // two callers of one namespace share one list and one watch (counted by
 // the clientset's reactors).
 func TestFakeClientset(t *testing.T) {
-	cs := fake.NewClientset(pod("shop", "web-0", nil), pod("shop", "db-0", nil), pod("lab", "x-0", nil))
+	cs := fake.NewClientset(it.Pod("shop", "web-0", nil), it.Pod("shop", "db-0", nil), it.Pod("lab", "x-0", nil))
 	var lists, watches atomic.Int64
 	cs.PrependReactor("list", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
 		lists.Add(1)
@@ -53,7 +53,7 @@ func TestFakeClientset(t *testing.T) {
 	waitSynced(t, f)
 	// The fake clientset sends a watch only what happens after it opened.
 	it.Eventually(t, "both watches are open", func() bool { return watches.Load() == 2 })
-	for _, p := range []*corev1.Pod{pod("shop", "web-1", nil), pod("lab", "x-1", nil)} {
+	for _, p := range []*corev1.Pod{it.Pod("shop", "web-1", nil), it.Pod("lab", "x-1", nil)} {
 		if _, err := cs.CoreV1().Pods(p.Namespace).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

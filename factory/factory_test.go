@@ -44,7 +44,7 @@ func TestSharing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := newFakes(sourcetest.FakeOptions[*corev1.Pod]{NoWatchList: tc.noWatch,
-				Objects: []*corev1.Pod{pod("shop", "a", nil), pod("shop", "b", nil)}})
+				Objects: []*corev1.Pod{it.Pod("shop", "a", nil), it.Pod("shop", "b", nil)}})
 			f := newFactory(t, fs, factory.Options{})
 			if tc.startFirst {
 				start(t, f)
@@ -61,7 +61,7 @@ func TestSharing(t *testing.T) {
 			waitSynced(t, f)
 			fake := fs.of("shop")
 			it.Eventually(t, "the watch is open", func() bool { return fake.OpenWatches() == 1 })
-			if _, err := fake.Create(pod("shop", "c", nil)); err != nil {
+			if _, err := fake.Create(it.Pod("shop", "c", nil)); err != nil {
 				t.Fatal(err)
 			}
 			it.Eventually(t, "the later pod is cached", func() bool { return one.Store().Len() == 3 })
@@ -112,7 +112,7 @@ func TestScopes(t *testing.T) {
 // and their names say which namespace they hold.
 func TestScopeContent(t *testing.T) {
 	fs := newFakes(sourcetest.FakeOptions[*corev1.Pod]{})
-	for _, p := range []*corev1.Pod{pod("a", "a-0", nil), pod("a", "a-1", nil), pod("b", "b-0", nil)} {
+	for _, p := range []*corev1.Pod{it.Pod("a", "a-0", nil), it.Pod("a", "a-1", nil), it.Pod("b", "b-0", nil)} {
 		if _, err := fs.of(p.Namespace).Create(p); err != nil {
 			t.Fatal(err)
 		}

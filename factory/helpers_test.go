@@ -11,6 +11,7 @@ import (
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/factory"
+	it "github.com/typedinformer/informer/internal/informertest"
 	"github.com/typedinformer/informer/source"
 	"github.com/typedinformer/informer/source/sourcetest"
 	"github.com/typedinformer/informer/typed"
@@ -77,29 +78,16 @@ func newFactory(t testing.TB, fs *fakes, opts factory.Options) *factory.Factory 
 	return f
 }
 
+// starter runs a factory as informertest.Run runs an informer.
+type starter struct{ f *factory.Factory }
+
+func (s starter) Run(ctx context.Context) error { return s.f.Start(ctx) }
+
 // start runs f.Start until the returned stop is called or the test ends;
 // stop cancels it, waits and checks that it returned nil.
 func start(t testing.TB, f *factory.Factory) (stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- f.Start(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Start returned %v, want nil", err)
-				}
-			case <-time.After(2 * time.Minute): // a deadlock guard
-				t.Errorf("Start did not return after cancel")
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
+	return it.Run(t, starter{f})
 }
 
 // informerFor is factory.InformerFor, failing the test on error; the
@@ -122,10 +110,4 @@ func waitSynced(t testing.TB, f *factory.Factory) {
 	if err := f.WaitForSync(ctx); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func pod(ns, name string, lbls map[string]string) *corev1.Pod {
-	p := &corev1.Pod{}
-	p.Namespace, p.Name, p.Labels = ns, name, lbls
-	return p
 }
