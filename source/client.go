@@ -38,14 +38,20 @@ func FromClient[T cache.Object, L runtime.Object](c Client[L]) (Source[T], error
 	if err := checkListType[T, L](); err != nil {
 		return nil, err
 	}
+	return clientSource[T](c, clientResource[T](c), clientStreams(c)), nil
+}
+
+// clientSource adapts a client of one resource (typed, dynamic or
+// metadata) that tells r about its resource.
+func clientSource[T cache.Object, L runtime.Object](c Client[L], r Resource, streams bool) Source[T] {
 	return &runtimeSource[T]{
 		list: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			return c.List(ctx, opts)
 		},
 		watch:     c.Watch,
-		resource:  clientResource[T](c),
-		watchList: clientStreams(c),
-	}, nil
+		resource:  r,
+		watchList: streams,
+	}
 }
 
 // clientStreams reports whether a client can stream lists: not client-go's

@@ -58,15 +58,7 @@ func FromDynamic(client dynamic.Interface, gvr schema.GroupVersionResource, opts
 	if err != nil {
 		return nil, err
 	}
-	rc := client.Resource(gvr).Namespace(opts.Namespace)
-	return &runtimeSource[*unstructured.Unstructured]{
-		list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return rc.List(ctx, o)
-		},
-		watch:     rc.Watch,
-		resource:  r,
-		watchList: clientStreams(client),
-	}, nil
+	return clientSource[*unstructured.Unstructured](client.Resource(gvr).Namespace(opts.Namespace), r, clientStreams(client)), nil
 }
 
 // FromMetadata lists and watches gvr through client-go's metadata client:
@@ -83,15 +75,7 @@ func FromMetadata(client metadata.Interface, gvr schema.GroupVersionResource, op
 	if err != nil {
 		return nil, err
 	}
-	rc := client.Resource(gvr).Namespace(opts.Namespace)
-	return &runtimeSource[*metav1.PartialObjectMetadata]{
-		list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return rc.List(ctx, o)
-		},
-		watch:     rc.Watch,
-		resource:  r,
-		watchList: clientStreams(client),
-	}, nil
+	return clientSource[*metav1.PartialObjectMetadata](client.Resource(gvr).Namespace(opts.Namespace), r, clientStreams(client)), nil
 }
 
 // dynamicResource checks gvr and opts and returns what the source tells
