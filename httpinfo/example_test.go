@@ -1,0 +1,144 @@
+package httpinfo_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/handler"
+	"github.com/typedinformer/informer/httpinfo"
+	"github.com/typedinformer/informer/source/sourcetest"
+	"github.com/typedinformer/informer/typed"
+)
+
+// podInformer returns an informer over three pods of a fake API server; in
+// a program: source.FromClient[*corev1.Pod](clientset.CoreV1().Pods("")).
+func podInformer() *typed.Informer[*corev1.Pod] {
+	var pods []*corev1.Pod
+	for _, name := range []string{"web-0", "web-1", "db-0"} {
+		pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}})
+	}
+	src := sourcetest.NewFake(sourcetest.FakeOptions[*corev1.Pod]{
+		Resource: schema.GroupResource{Resource: "pods"}, Scope: cache.ScopeNamespaced, Objects: pods,
+	})
+	inf, err := typed.NewInformer(src, typed.Options[*corev1.Pod]{})
+	if err != nil {
+		panic(err)
+	}
+	return inf
+}
+
+func get(h http.Handler, target string) string {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+	body, _ := io.ReadAll(rec.Result().Body)
+	return fmt.Sprintf("%d %s", rec.Code, body)
+}
+
+// A registry holds the informers and handlers to report on; a snapshot
+// reads them.
+func ExampleNewRegistry() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pods := podInformer()
+	reg, err := httpinfo.NewRegistry(httpinfo.Options{})
+	if err != nil {
+		panic(err)
+	}
+	if _, err := httpinfo.Add(reg, pods); err != nil {
+		panic(err)
+	}
+	done := make(chan error)
+	go func() { done <- pods.Run(ctx) }()
+	if err := pods.WaitForSync(ctx); err != nil {
+		panic(err)
+	}
+	for _, is := range reg.Snapshot().Informers {
+		fmt.Printf("%s: synced=%v objects=%d lists+watchLists=%d error=%v\n",
+			is.Name, is.Synced, is.Objects, is.Counts.Lists+is.Counts.WatchLists, is.Error)
+	}
+	cancel()
+	<-done
+	// Output:
+	// pods: synced=true objects=3 lists+watchLists=1 error=<nil>
+}
+
+// Add registers an informer; the entry it returns registers the informer's
+// handlers, whose depth and panics the snapshot then reports.
+func ExampleAdd() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pods := podInformer()
+	h, err := pods.AddHandler(handler.Funcs[*corev1.Pod]{})
+	if err != nil {
+		panic(err)
+	}
+	reg, _ := httpinfo.NewRegistry(httpinfo.Options{})
+	e, err := httpinfo.Add(reg, pods)
+	if err != nil {
+		panic(err)
+	}
+	if err := e.AddHandler("reconcile", h); err != nil {
+		panic(err)
+	}
+	_, err = httpinfo.Add(reg, pods)
+	fmt.Println("again:", err)
+
+	done := make(chan error)
+	go func() { done <- pods.Run(ctx) }()
+	if err := typed.WaitForCacheSync(ctx, pods, h); err != nil {
+		panic(err)
+	}
+	for _, hs := range reg.Snapshot().Informers[0].Handlers {
+		fmt.Printf("handler %s: synced=%v pending=%d panics=%d\n", hs.Name, hs.Synced, hs.Pending, hs.Panics)
+	}
+	cancel()
+	<-done
+	// Output:
+	// again: httpinfo: name already registered: informer "pods"
+	// handler reconcile: synced=true pending=0 panics=0
+}
+
+// The readiness check as a probe's handler: ready once synced, not ready
+// once the informer has stopped.
+func ExampleNewReadiness() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pods := podInformer()
+	reg, _ := httpinfo.NewRegistry(httpinfo.Options{})
+	if _, err := httpinfo.Add(reg, pods); err != nil {
+		panic(err)
+	}
+	ready, err := httpinfo.NewReadiness(reg, httpinfo.ReadinessOptions{})
+	if err != nil {
+		panic(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/readyz", ready)
+
+	done := make(chan error)
+	go func() { done <- pods.Run(ctx) }()
+	if err := pods.WaitForSync(ctx); err != nil {
+		panic(err)
+	}
+	fmt.Print(get(mux, "/readyz"))
+	fmt.Print(get(mux, "/readyz?verbose"))
+	cancel()
+	<-done
+	fmt.Print(get(mux, "/readyz"))
+	fmt.Println(ready.Name()+":", ready.Check(nil))
+	// Output:
+	// 200 ok
+	// 200 [+]pods ok
+	// informers check passed
+	// 503 informer "pods": stopped
+	// informers check failed
+	// informers: not ready: informer "pods": stopped
+}
