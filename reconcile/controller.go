@@ -1,0 +1,374 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/handler"
+	"github.com/typedinformer/informer/typed"
+)
+
+// Errors of the controller.
+var (
+	// ErrNilInformer is returned by New for a nil informer.
+	ErrNilInformer = errors.New("reconcile: nil informer")
+	// ErrNilReconciler is returned by New for a nil Reconciler.
+	ErrNilReconciler = errors.New("reconcile: nil reconciler")
+	// ErrBadOptions is wrapped by New's error for an invalid option.
+	ErrBadOptions = errors.New("reconcile: invalid options")
+	// ErrRan is returned by Run after its first call: a controller runs
+	// once.
+	ErrRan = errors.New("reconcile: controller already ran")
+	// ErrDropped is wrapped by the *KeyError reported for a key dropped
+	// after Options.MaxRetries retries.
+	ErrDropped = errors.New("reconcile: key dropped after too many retries")
+	// ErrPanic wraps the value of a recovered Reconcile panic.
+	ErrPanic = errors.New("reconcile: Reconcile panicked")
+	// ErrDrainTimeout is reported when reconciles still run
+	// Options.DrainTimeout after Run's context ended; their context is
+	// then canceled.
+	ErrDrainTimeout = errors.New("reconcile: drain timed out")
+)
+
+// Default values of Options.
+const (
+	// DefaultWorkers is the number of workers when Options.Workers is 0:
+	// with one, Reconcile calls never overlap.
+	DefaultWorkers = 1
+	// DefaultDrainTimeout is Options.DrainTimeout's default, well inside
+	// the 30 seconds a pod gets between SIGTERM and SIGKILL.
+	DefaultDrainTimeout = 10 * time.Second
+)
+
+// Reconciler brings the world in line with the cached state of one object.
+// Reconcile is called with the key of an object that changed (or was
+// deleted: the lister then says NotFound); it reads the object from the
+// informer's lister. A nil error marks the key done; an error, or a panic,
+// retries it after the rate limiter's delay. It must honour ctx, which is
+// canceled when a shutdown's drain times out.
+type Reconciler interface {
+	Reconcile(ctx context.Context, key cache.Key) error
+}
+
+// Func adapts a function to a Reconciler.
+type Func func(ctx context.Context, key cache.Key) error
+
+// Reconcile calls f.
+func (f Func) Reconcile(ctx context.Context, key cache.Key) error { return f(ctx, key) }
+
+// Options configures New. The zero value is ready to use; each field
+// documents its default.
+type Options[T cache.Object] struct {
+	// Workers is how many keys are reconciled at the same time, never the
+	// same key twice at once. Default: DefaultWorkers (1).
+	Workers int
+	// RateLimiter says how long a failed key waits before its retry.
+	// Default: workqueue.DefaultTypedControllerRateLimiter (per key 5ms
+	// doubling up to 1000s, and 10 retries per second, bursts of 100, over
+	// all keys).
+	RateLimiter workqueue.TypedRateLimiter[cache.Key]
+	// MaxRetries, if positive, is how many times a failing key is retried
+	// before it is dropped; the drop is reported (a *KeyError wrapping
+	// ErrDropped and the last error). The next change to the object
+	// enqueues it again. Default: 0, retried until it succeeds.
+	MaxRetries int
+	// Predicates decide which changes enqueue their key: all must accept
+	// it. Default: none, every change does.
+	Predicates []Predicate[T]
+	// Name names the workqueue for its metrics. Default: the informer's
+	// name if MetricsProvider is set, else none, and the workqueue
+	// reports no metrics.
+	Name string
+	// MetricsProvider receives the workqueue's metrics (client-go's
+	// workqueue.MetricsProvider). Default: client-go's global provider,
+	// used only when Name is set.
+	MetricsProvider workqueue.MetricsProvider
+	// DrainTimeout bounds the shutdown: when Run's context ends, no new
+	// key starts, and reconciles in progress get this long to finish
+	// before their context is canceled. Default: DefaultDrainTimeout
+	// (10s).
+	DrainTimeout time.Duration
+	// ErrorHandler receives every failed reconcile and every dropped key
+	// as a *KeyError, and ErrDrainTimeout. It is called from the
+	// controller's goroutines and should not block for long. Default:
+	// errors are logged (klog, from Run's context).
+	ErrorHandler func(error)
+}
+
+// KeyError is what the controller reports about a key: a failed (or
+// panicked) Reconcile that will be retried, or, with Dropped set, a key
+// given up after Options.MaxRetries retries.
+type KeyError struct {
+	// Key is the key that failed.
+	Key cache.Key
+	// Attempts counts the failed Reconcile calls in a row, this one
+	// included.
+	Attempts int
+	// Dropped says the key was given up.
+	Dropped bool
+	// Err is the error Reconcile returned (or ErrPanic, wrapped).
+	Err error
+}
+
+func (e *KeyError) Error() string {
+	if e.Dropped {
+		return fmt.Sprintf("reconcile %v: dropped after %d attempts: %v", e.Key, e.Attempts, e.Err)
+	}
+	return fmt.Sprintf("reconcile %v: attempt %d: %v", e.Key, e.Attempts, e.Err)
+}
+
+// Unwrap returns Err, and ErrDropped for a dropped key.
+func (e *KeyError) Unwrap() []error {
+	if e.Dropped {
+		return []error{ErrDropped, e.Err}
+	}
+	return []error{e.Err}
+}
+
+// Controller feeds the keys of an informer's changes to a Reconciler from
+// client-go's typed rate-limited workqueue. Create it with New; run it
+// with Run.
+type Controller[T cache.Object] struct {
+	inf  *typed.Informer[T]
+	r    Reconciler
+	opts Options[T]
+
+	ran      atomic.Bool
+	stopping atomic.Bool
+	prio     *twoLevel
+	queue    atomic.Pointer[workqueue.TypedRateLimitingInterface[cache.Key]]
+	logger   atomic.Pointer[klog.Logger]
+	active   atomic.Int64
+}
+
+// New returns a controller that calls r for the keys of inf's changes.
+// It does nothing until Run. It fails for a nil informer or reconciler and
+// for negative Workers, MaxRetries or DrainTimeout.
+func New[T cache.Object](inf *typed.Informer[T], r Reconciler, opts Options[T]) (*Controller[T], error) {
+	switch {
+	case inf == nil:
+		return nil, ErrNilInformer
+	case r == nil:
+		return nil, ErrNilReconciler
+	case opts.Workers < 0:
+		return nil, fmt.Errorf("%w: Workers %d is negative", ErrBadOptions, opts.Workers)
+	case opts.MaxRetries < 0:
+		return nil, fmt.Errorf("%w: MaxRetries %d is negative", ErrBadOptions, opts.MaxRetries)
+	case opts.DrainTimeout < 0:
+		return nil, fmt.Errorf("%w: DrainTimeout %v is negative", ErrBadOptions, opts.DrainTimeout)
+	}
+	for i, p := range opts.Predicates {
+		if p == nil {
+			return nil, fmt.Errorf("%w: Predicates[%d] is nil", ErrBadOptions, i)
+		}
+	}
+	if opts.Workers == 0 {
+		opts.Workers = DefaultWorkers
+	}
+	if opts.DrainTimeout == 0 {
+		opts.DrainTimeout = DefaultDrainTimeout
+	}
+	if opts.RateLimiter == nil {
+		opts.RateLimiter = workqueue.DefaultTypedControllerRateLimiter[cache.Key]()
+	}
+	if opts.Name == "" && opts.MetricsProvider != nil {
+		opts.Name = inf.Name()
+	}
+	opts.Predicates = append([]Predicate[T](nil), opts.Predicates...)
+	return &Controller[T]{inf: inf, r: r, opts: opts, prio: newTwoLevel()}, nil
+}
+
+// Run adds the controller's handler to the informer, waits for the
+// informer to sync (the informer runs on its own: start its Run too),
+// then reconciles keys with Options.Workers workers until ctx ends.
+// It returns the informer's sync error (a *typed.NotSyncedError) if the
+// sync fails or ctx ends first.
+//
+// When ctx ends after the sync, Run drains: the handler is removed and
+// the queue shut down, so no new key starts; reconciles in progress
+// finish (their context is canceled after Options.DrainTimeout, and
+// ErrDrainTimeout reported); keys still queued are dropped. Run then
+// returns nil. No goroutine it started outlives it. Run returns ErrRan
+// when called again.
+func (c *Controller[T]) Run(ctx context.Context) error {
+	if c.ran.Swap(true) {
+		return ErrRan
+	}
+	logger := klog.FromContext(ctx)
+	c.logger.Store(&logger)
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(c.opts.RateLimiter, workqueue.TypedRateLimitingQueueConfig[cache.Key]{
+		Name:            c.opts.Name,
+		MetricsProvider: c.opts.MetricsProvider,
+		DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[cache.Key]{
+			Name:            c.opts.Name,
+			MetricsProvider: c.opts.MetricsProvider,
+			Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[cache.Key]{
+				Name:            c.opts.Name,
+				MetricsProvider: c.opts.MetricsProvider,
+				Queue:           c.prio,
+			}),
+		}),
+	})
+	c.queue.Store(&q)
+	reg, err := c.inf.AddHandler(c.handler(q))
+	if err != nil {
+		q.ShutDown()
+		return fmt.Errorf("reconcile: %w", err)
+	}
+	stopHandler := func() {
+		// The informer may have stopped already: then no handler runs.
+		if err := c.inf.RemoveHandler(reg); err != nil && !errors.Is(err, typed.ErrStopped) {
+			c.report(err)
+		}
+	}
+	if err := c.inf.WaitForSync(ctx); err != nil {
+		stopHandler()
+		q.ShutDown()
+		return err
+	}
+
+	// Reconciles run on a context that outlives ctx by the drain.
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	var workers sync.WaitGroup
+	for range c.opts.Workers {
+		workers.Go(func() { c.work(rctx, q) })
+	}
+	<-ctx.Done()
+
+	c.stopping.Store(true)
+	stopHandler()
+	q.ShutDown() // wakes idle workers; adds are ignored from now on
+	done := make(chan struct{})
+	go func() { workers.Wait(); close(done) }()
+	timer := time.NewTimer(c.opts.DrainTimeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		c.report(fmt.Errorf("%w: %d reconciles still running after %v, canceling them", ErrDrainTimeout, c.active.Load(), c.opts.DrainTimeout))
+		cancel()
+		<-done
+	}
+	return nil
+}
+
+// Len returns the number of keys waiting for a worker, not counting keys
+// waiting for a retry's delay. It is 0 before Run.
+func (c *Controller[T]) Len() int {
+	if q := c.queue.Load(); q != nil {
+		return (*q).Len()
+	}
+	return 0
+}
+
+// handler turns the informer's changes into keys, those of the initial
+// list behind live ones.
+func (c *Controller[T]) handler(q workqueue.TypedRateLimitingInterface[cache.Key]) handler.Funcs[T] {
+	add := func(e Event[T]) {
+		for _, p := range c.opts.Predicates {
+			if !p(e) {
+				return
+			}
+		}
+		if e.Initial {
+			c.prio.markInitial(e.Key)
+		} else {
+			c.prio.markLive(e.Key)
+		}
+		q.Add(e.Key)
+	}
+	return handler.Funcs[T]{
+		AddFunc: func(obj T, initial bool) {
+			add(Event[T]{Type: Added, Key: cache.KeyOf(obj), Object: obj, Initial: initial})
+		},
+		UpdateFunc: func(old, cur T) {
+			add(Event[T]{Type: Updated, Key: cache.KeyOf(cur), Object: cur, Old: old})
+		},
+		DeleteFunc: func(d handler.Deleted[T]) {
+			add(Event[T]{Type: Deleted, Key: d.Key, Object: d.Object, FinalStateUnknown: d.FinalStateUnknown})
+		},
+	}
+}
+
+// work reconciles keys until the queue shuts down or the controller
+// stops: a key handed out after that is not started.
+func (c *Controller[T]) work(ctx context.Context, q workqueue.TypedRateLimitingInterface[cache.Key]) {
+	for {
+		key, shutdown := q.Get()
+		if shutdown {
+			return
+		}
+		if c.stopping.Load() {
+			q.Done(key)
+			return
+		}
+		c.active.Add(1)
+		err := c.reconcile(ctx, key)
+		c.active.Add(-1)
+		c.settle(q, key, err)
+		q.Done(key)
+	}
+}
+
+// reconcile calls the Reconciler, turning a panic into an error.
+func (c *Controller[T]) reconcile(ctx context.Context, key cache.Key) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v\n%s", ErrPanic, r, debug.Stack())
+		}
+	}()
+	return c.r.Reconcile(ctx, key)
+}
+
+// settle forgets a key that succeeded, retries one that failed, or drops
+// it after MaxRetries retries.
+func (c *Controller[T]) settle(q workqueue.TypedRateLimitingInterface[cache.Key], key cache.Key, err error) {
+	if err == nil {
+		q.Forget(key)
+		return
+	}
+	retries := q.NumRequeues(key)
+	if c.opts.MaxRetries > 0 && retries >= c.opts.MaxRetries {
+		q.Forget(key)
+		c.report(&KeyError{Key: key, Attempts: retries + 1, Dropped: true, Err: err})
+		return
+	}
+	c.report(&KeyError{Key: key, Attempts: retries + 1, Err: err})
+	if !c.stopping.Load() {
+		q.AddRateLimited(key)
+	}
+}
+
+// report passes err to Options.ErrorHandler, or logs it; a panicking
+// ErrorHandler is recovered and logged.
+func (c *Controller[T]) report(err error) {
+	logger := klog.Background()
+	if l := c.logger.Load(); l != nil {
+		logger = *l
+	}
+	if c.opts.ErrorHandler == nil {
+		var ke *KeyError
+		if errors.As(err, &ke) {
+			logger.Error(ke.Err, "reconcile failed", "informer", c.inf.Name(), "key", ke.Key.String(), "attempts", ke.Attempts, "dropped", ke.Dropped)
+			return
+		}
+		logger.Error(err, "reconcile controller", "informer", c.inf.Name())
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			logger.Error(fmt.Errorf("%v", r), "Options.ErrorHandler panicked", "informer", c.inf.Name(), "handling", err.Error())
+		}
+	}()
+	c.opts.ErrorHandler(err)
+}
