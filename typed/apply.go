@@ -29,10 +29,12 @@ func (a *applier[T]) run(ctx context.Context) error {
 		if err != nil {
 			return nil // ctx ended or the queue was closed: the run is over
 		}
+		start := a.inf.batchStart()
 		for i := range ds {
 			a.take(&ds[i])
 		}
 		a.flush()
+		a.inf.batchDone(start, ds)
 	}
 	return nil
 }

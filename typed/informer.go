@@ -75,6 +75,7 @@ type Informer[T cache.Object] struct {
 	done      chan struct{} // closed when Run returns
 	errs      chan error    // errors found by the writer, reported by Run
 	logger    atomic.Pointer[klog.Logger]
+	metrics   informerMetrics
 
 	mu        sync.Mutex
 	state     state
@@ -121,6 +122,7 @@ func NewInformer[T cache.Object](src source.Source[T], opts Options[T]) (*Inform
 		regs: map[*Registration]*listener[T]{},
 	}
 	inf.handlers.Store(&[]*listener[T]{})
+	inf.metrics.id = metricsID(name, res.GroupResource.WithVersion(""))
 	inf.refl = reflector.New[T](src, inf.queue, reflector.Options[T]{
 		Name:            name,
 		PageSize:        opts.PageSize,
@@ -177,6 +179,7 @@ func (inf *Informer[T]) Run(ctx context.Context) error {
 		inf.startListener(l)
 	}
 	inf.mu.Unlock()
+	defer inf.startMetrics()()
 
 	g, gctx := errgroup.WithContext(ctx)
 	stopQueue := context.AfterFunc(gctx, inf.queue.Close) // wakes a reflector waiting for room
@@ -225,8 +228,10 @@ func (inf *Informer[T]) reportLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case err := <-inf.refl.Errors():
+			inf.observeError(err)
 			inf.handleError(fmt.Errorf("informer %s: %w", inf.name, err))
 		case err := <-inf.errs:
+			inf.observeError(err)
 			inf.handleError(fmt.Errorf("informer %s: %w", inf.name, err))
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/metrics"
 )
 
 // Options configures [NewInformer]. The zero value is ready to use.
@@ -67,4 +68,8 @@ type Options[T cache.Object] struct {
 	// MinWatchTimeout is the lower bound of the randomised watch timeout.
 	// Default: 5 minutes.
 	MinWatchTimeout time.Duration
+	// Metrics receives the informer's metrics while it runs (see package
+	// metrics; metrics/prometheus exports them). Default: nil, none are
+	// reported and the informer does no work for them.
+	Metrics metrics.Metrics
 }

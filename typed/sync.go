@@ -167,6 +167,10 @@ type Status struct {
 	// StaleSince is when the current run of errors began; zero when
 	// healthy.
 	StaleSince time.Time
+	// LastEventTime is when the informer last applied a watch event, a
+	// bookmark or a list from its source; zero before the first. How long
+	// ago it was is how stale a quiet cache may be.
+	LastEventTime time.Time
 	// Stats are the informer's counters.
 	Stats Stats
 }
@@ -177,8 +181,10 @@ type Stats struct {
 	// counts streaming lists; Relists counts the lists and streaming lists
 	// after the first one that succeeded.
 	Lists, WatchLists, Relists int
-	// Watches counts watch requests besides streaming lists.
-	Watches int
+	// Watches counts watch requests besides streaming lists;
+	// WatchRestarts counts those that resumed a watch from its last
+	// resourceVersion, rather than following a list.
+	Watches, WatchRestarts int
 	// Events and Bookmarks count watch events taken.
 	Events, Bookmarks int
 	// Errors counts list and watch errors recovered from.
@@ -188,5 +194,6 @@ type Stats struct {
 // Status returns the informer's status.
 func (inf *Informer[T]) Status() Status {
 	s := inf.refl.Status()
-	return Status{LastError: s.LastError, LastErrorTime: s.LastErrorTime, StaleSince: s.StaleSince, Stats: Stats(s.Stats)}
+	return Status{LastError: s.LastError, LastErrorTime: s.LastErrorTime, StaleSince: s.StaleSince,
+		LastEventTime: inf.lastEventTime(), Stats: Stats(s.Stats)}
 }

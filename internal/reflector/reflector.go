@@ -73,8 +73,10 @@ type Stats struct {
 	// counts streaming lists; Relists counts the lists and streaming lists
 	// after the first one that succeeded.
 	Lists, WatchLists, Relists int
-	// Watches counts watch requests besides streaming lists.
-	Watches int
+	// Watches counts watch requests besides streaming lists;
+	// WatchRestarts counts those that resumed a watch from its last
+	// resourceVersion, rather than following a list.
+	Watches, WatchRestarts int
 	// Events and Bookmarks count watch events taken.
 	Events, Bookmarks int
 	// Errors counts list and watch errors recovered from.
@@ -119,7 +121,7 @@ type Reflector[T cache.Object] struct {
 	staleSince    time.Time
 	changed       chan struct{} // closed and replaced when the status changes
 
-	lists, watches, watchLists, relists, events, bookmarks, errCount atomic.Int64
+	lists, watches, restarts, watchLists, relists, events, bookmarks, errCount atomic.Int64
 }
 
 // New returns a reflector that feeds sink from src.
@@ -211,7 +213,7 @@ func (r *Reflector[T]) Status() Status {
 	return Status{
 		LastError: r.lastErr, LastErrorTime: r.lastErrTime, StaleSince: r.staleSince,
 		Stats: Stats{
-			Lists: int(r.lists.Load()), Watches: int(r.watches.Load()), WatchLists: int(r.watchLists.Load()),
+			Lists: int(r.lists.Load()), Watches: int(r.watches.Load()), WatchRestarts: int(r.restarts.Load()), WatchLists: int(r.watchLists.Load()),
 			Relists: int(r.relists.Load()), Events: int(r.events.Load()), Bookmarks: int(r.bookmarks.Load()),
 			Errors: int(r.errCount.Load()),
 		},

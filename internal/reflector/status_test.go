@@ -123,7 +123,7 @@ func TestStatusLifecycle(t *testing.T) {
 			t.Errorf("Errors delivered (-want +got):\n%s", diff)
 		}
 		st := h.r.Status().Stats
-		wantStats := Stats{Lists: 3, Watches: 3, Events: 1, Errors: 4}
+		wantStats := Stats{Lists: 3, Watches: 3, WatchRestarts: 2, Events: 1, Errors: 4} // the second and third watches resume from "10"
 		if st != wantStats {
 			t.Errorf("Stats = %+v, want %+v", st, wantStats)
 		}

@@ -26,9 +26,12 @@ func (r *Reflector[T]) watch(ctx context.Context, w source.Watcher[T]) error {
 	}()
 	shorts := 0   // watches in a row that ended within shortWatch
 	lastBad := "" // the last bad frame or object, and the version it came after
-	for ctx.Err() == nil {
+	for resume := false; ctx.Err() == nil; resume = true {
 		start := time.Now()
 		if w == nil {
+			if resume {
+				r.restarts.Add(1)
+			}
 			var err error
 			w, err = r.startWatch(ctx)
 			switch {

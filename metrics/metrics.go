@@ -1,0 +1,125 @@
+// Package metrics is the interface through which an informer reports its
+// metrics, with no dependency on a metrics library. Set
+// typed.Options.Metrics to an implementation, such as the Prometheus
+// adapter in metrics/prometheus; the default, nil, reports nothing and
+// costs nothing.
+//
+// # Pull first
+//
+// Most of what an informer can report is already kept by the informer:
+// counters of lists, relists, watches and events, the last error, the queue
+// length, the resourceVersion, each handler's pending notifications and
+// panics. An implementation reads those when it is collected, through the
+// [State] function it gets in [Metrics.Register], so the informer does no
+// work for them between collections. The informer pushes only what it
+// keeps nowhere: how long each batch took to apply, the watch events of
+// each type, and the reason of each error ([Recorder]).
+//
+// # Lifetime
+//
+// An informer registers when its Run starts and calls [Recorder.Unregister]
+// when Run returns, so an implementation holds no informer that has stopped.
+package metrics
+
+import (
+	"time"
+)
+
+// Informer identifies an informer: its name and, when known, the group,
+// version and resource of its objects. Kubernetes components label their
+// informer metrics with these four.
+type Informer struct {
+	// Name is the informer's name (typed.Options.Name, or its resource).
+	Name string
+	// Group, Version and Resource are the informer's resource, each empty
+	// when unknown.
+	Group, Version, Resource string
+}
+
+// Metrics receives the metrics of informers. Implementations must be safe
+// for concurrent use by many informers.
+type Metrics interface {
+	// Register is called when an informer's Run starts. state reads the
+	// informer at collection time; it is safe to call from any goroutine
+	// until Unregister, and must not be called after. The Recorder returned
+	// takes what the informer pushes until Run returns.
+	Register(id Informer, state State) Recorder
+}
+
+// State fills s with the informer's current state. It reuses
+// s.Handlers' storage.
+type State func(s *Snapshot)
+
+// Recorder takes the values an informer pushes. Its methods are called
+// from the informer's goroutines and must not block.
+type Recorder interface {
+	// ObserveBatch is called by the informer's writer after it applied one
+	// batch of changes taken from its queue.
+	ObserveBatch(b Batch)
+	// ObserveError is called once for every list, watch or write error
+	// the informer recovers from, with the error's API reason
+	// (apierrors.ReasonForError: "Forbidden", "Expired"...; empty for an
+	// error that is not an API status, such as a broken connection).
+	ObserveError(reason string)
+	// Unregister is called when the informer's Run returns: the state
+	// function may no longer be called.
+	Unregister()
+}
+
+// Batch is one batch the writer applied.
+type Batch struct {
+	// Latency is how long the writer took to apply the batch and hand its
+	// notifications to the handlers' buffers, from the moment it was
+	// taken from the queue.
+	Latency time.Duration
+	// Added, Modified, Deleted and Bookmarks count the watch events of the
+	// batch by type (the objects of a list are not events).
+	Added, Modified, Deleted, Bookmarks int
+	// Listed counts the full lists (initial or relists) the batch
+	// completed.
+	Listed int
+}
+
+// Snapshot is an informer's state at one moment.
+type Snapshot struct {
+	// Synced is true once the initial list is in the cache.
+	Synced bool
+	// Lists, WatchLists, Relists, Watches, WatchRestarts, Events,
+	// Bookmarks and Errors are the informer's counters (typed.Stats).
+	Lists, WatchLists, Relists, Watches, WatchRestarts, Events, Bookmarks, Errors int
+	// LastError is the informer's last error since its source was last
+	// healthy; nil when healthy.
+	LastError error
+	// LastEventTime is when the informer last applied something from its
+	// source (a watch event, a bookmark, a list); zero before the first.
+	LastEventTime time.Time
+	// ResourceVersion is the last resourceVersion the informer took from
+	// its source.
+	ResourceVersion string
+	// QueuedItems is the number of changes waiting in the informer's
+	// queue for its writer.
+	QueuedItems int
+	// Handlers holds one entry per handler, in no particular order.
+	Handlers []Handler
+}
+
+// Handler is the state of one of an informer's handlers.
+type Handler struct {
+	// Name is the handler's name, unique within its informer.
+	Name string
+	// Pending is the number of notifications waiting for the handler.
+	Pending int64
+	// Panics counts the handler's calls that panicked.
+	Panics int64
+}
+
+// Discard is a Metrics that reports nothing. An informer with nil
+// typed.Options.Metrics behaves as if it had Discard, without calling it.
+var Discard Metrics = discard{}
+
+type discard struct{}
+
+func (discard) Register(Informer, State) Recorder { return discard{} }
+func (discard) ObserveBatch(Batch)                {}
+func (discard) ObserveError(string)               {}
+func (discard) Unregister()                       {}
