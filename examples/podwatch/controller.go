@@ -13,10 +13,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/handler"
+	"github.com/typedinformer/informer/reconcile"
 	"github.com/typedinformer/informer/source"
 	"github.com/typedinformer/informer/typed"
 )
@@ -38,7 +38,7 @@ type controller struct {
 	cfg        config
 	inf        *typed.Informer[*corev1.Pod]
 	reg        *typed.Registration
-	queue      workqueue.TypedRateLimitingInterface[cache.Key]
+	loop       *reconcile.Controller[*corev1.Pod]
 	initial    atomic.Int64
 	adds       atomic.Int64
 	updates    atomic.Int64
@@ -59,20 +59,40 @@ func newController(src source.Source[*corev1.Pod], cfg config) (*controller, err
 	if err != nil {
 		return nil, err
 	}
-	c := &controller{
-		cfg:   cfg,
-		inf:   inf,
-		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[cache.Key]()),
-	}
+	c := &controller{cfg: cfg, inf: inf}
 	if c.reg, err = inf.AddHandler(c.handler()); err != nil {
+		return nil, err
+	}
+	// The reconcile loop: workers, retries with backoff, initial-list keys
+	// behind live changes, a drain on shutdown. Resyncs and relists of
+	// unchanged pods reconcile nothing.
+	c.loop, err = reconcile.New(inf, reconcile.Func(c.reconcile), reconcile.Options[*corev1.Pod]{
+		Workers:      cfg.workers,
+		Predicates:   []reconcile.Predicate[*corev1.Pod]{reconcile.IgnoreResync[*corev1.Pod]()},
+		ErrorHandler: func(err error) { fmt.Println("reconcile error:", err) },
+	})
+	if err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// handler logs a sample of typed events and enqueues every key.
+// reconcile is the controller's reconciler: it reads the pod from the
+// lister, typed, and counts it. An error would retry the key with backoff.
+func (c *controller) reconcile(_ context.Context, key cache.Key) error {
+	c.reconciles.Add(1)
+	p, err := c.inf.Lister().Namespace(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		return nil // deleted: nothing to reconcile
+	} else if err != nil {
+		return err
+	}
+	_ = p.Spec.NodeName // a real controller would act on the typed pod here
+	return nil
+}
+
+// handler logs a sample of typed events.
 func (c *controller) handler() handler.Funcs[*corev1.Pod] {
-	enqueue := handler.EnqueueKeys[*corev1.Pod](c.queue)
 	return handler.Funcs[*corev1.Pod]{
 		AddFunc: func(p *corev1.Pod, initial bool) {
 			if initial {
@@ -81,14 +101,12 @@ func (c *controller) handler() handler.Funcs[*corev1.Pod] {
 				c.adds.Add(1)
 				c.log("ADD     %s/%s on %s (%s)", p.Namespace, p.Name, nodeOf(p), p.Status.Phase)
 			}
-			enqueue.OnAdd(p, initial)
 		},
 		UpdateFunc: func(old, cur *corev1.Pod) {
 			c.updates.Add(1)
 			if old.Status.Phase != cur.Status.Phase {
 				c.log("UPDATE  %s/%s phase %s -> %s", cur.Namespace, cur.Name, old.Status.Phase, cur.Status.Phase)
 			}
-			enqueue.OnUpdate(old, cur)
 		},
 		DeleteFunc: func(d handler.Deleted[*corev1.Pod]) {
 			c.deletes.Add(1)
@@ -96,7 +114,6 @@ func (c *controller) handler() handler.Funcs[*corev1.Pod] {
 				c.unknown.Add(1)
 			}
 			c.log("DELETE  %v (final state unknown: %v)", d.Key, d.FinalStateUnknown)
-			enqueue.OnDelete(d)
 		},
 	}
 }
@@ -114,7 +131,7 @@ func (c *controller) log(format string, args ...any) {
 	}
 }
 
-// run runs the informer and the reconcile workers until ctx ends. It waits
+// run runs the informer and the reconcile loop until ctx ends. It waits
 // for the cache and the handler to sync, showing progress, then prints
 // lister queries every few seconds and a summary at the end. It returns
 // nil when ctx ends after the sync, the sync error if the sync fails, and
@@ -122,7 +139,6 @@ func (c *controller) log(format string, args ...any) {
 func (c *controller) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	defer c.queue.ShutDown()
 	// Everything below runs on the group's context: if Run fails, the sync
 	// wait, the report loop and the workers end at once and g.Wait
 	// returns Run's error.
@@ -142,11 +158,9 @@ func (c *controller) run(ctx context.Context) error {
 	c.lookup()
 	c.report()
 
-	for range c.cfg.workers {
-		g.Go(func() error { c.worker(); return nil })
-	}
+	// The loop drains when ctx ends: reconciles in progress finish.
+	g.Go(func() error { return c.loop.Run(ctx) })
 	c.reportEvery(ctx, 3*time.Second)
-	c.queue.ShutDown() // the workers finish the key in hand and return
 	if err := g.Wait(); err != nil {
 		return err
 	}
@@ -240,7 +254,7 @@ func (c *controller) report() {
 	}
 	shop, _ := c.inf.Lister().Namespace("shop").List(labels.Everything())
 	fmt.Printf("query: %d pods cached, %d with app=web, by node [%s], %d in namespace shop, queue depth %d\n",
-		store.Len(), len(web), strings.Join(perNode, " "), len(shop), c.queue.Len())
+		store.Len(), len(web), strings.Join(perNode, " "), len(shop), c.loop.Len())
 }
 
 // summary prints what the handler and the workers did, and what the
@@ -254,29 +268,5 @@ func (c *controller) summary() {
 		st.Stats.Lists, st.Stats.WatchLists, st.Stats.Watches, st.Stats.Relists, st.Stats.Events, st.Stats.Bookmarks, st.Stats.Errors)
 	if st.LastError != nil {
 		fmt.Printf("source: unhealthy since %v: %v\n", st.StaleSince.Format(time.TimeOnly), st.LastError)
-	}
-}
-
-// worker reconciles keys from the workqueue until it shuts down: it reads
-// the pod from the lister, typed, and counts it.
-func (c *controller) worker() {
-	for {
-		key, shutdown := c.queue.Get()
-		if shutdown {
-			return
-		}
-		p, err := c.inf.Lister().Namespace(key.Namespace).Get(key.Name)
-		switch {
-		case apierrors.IsNotFound(err):
-			// Deleted: nothing to reconcile.
-			c.queue.Forget(key)
-		case err != nil:
-			c.queue.AddRateLimited(key) // retry with backoff
-		default:
-			_ = p.Spec.NodeName // a real controller would act on the typed pod here
-			c.queue.Forget(key)
-		}
-		c.reconciles.Add(1)
-		c.queue.Done(key)
 	}
 }

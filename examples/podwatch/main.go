@@ -1,6 +1,7 @@
 // Command podwatch is a small typed pod controller: it watches pods, logs
 // typed events, keeps an index of pods by node and by app label, answers
-// lister queries, and reconciles pod keys from client-go's typed workqueue.
+// lister queries, and reconciles pod keys with a reconcile loop (package
+// reconcile, over client-go's typed workqueue).
 //
 // By default it runs against an in-process simulated cluster (a fake source
 // seeded from testdata/demo/pods.yaml plus generated pods, with churn), so it
