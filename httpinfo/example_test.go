@@ -2,6 +2,7 @@ package httpinfo_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -141,4 +142,53 @@ func ExampleNewReadiness() {
 	// 503 informer "pods": stopped
 	// informers check failed
 	// informers: not ready: informer "pods": stopped
+}
+
+// The debug page on a private mux beside the readiness check: HTML for a
+// browser, JSON for tools.
+func ExampleNewPage() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pods := podInformer()
+	reg, _ := httpinfo.NewRegistry(httpinfo.Options{})
+	if _, err := httpinfo.Add(reg, pods); err != nil {
+		panic(err)
+	}
+	ready, _ := httpinfo.NewReadiness(reg, httpinfo.ReadinessOptions{})
+	page, err := httpinfo.NewPage(reg, httpinfo.PageOptions{Readiness: ready})
+	if err != nil {
+		panic(err)
+	}
+	mux := http.NewServeMux() // serve it on a private port: see the package documentation
+	mux.Handle("/readyz", ready)
+	mux.Handle("/debug/informers", page)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	done := make(chan error)
+	go func() { done <- pods.Run(ctx) }()
+	if err := pods.WaitForSync(ctx); err != nil {
+		panic(err)
+	}
+	resp, err := http.Get(srv.URL + "/debug/informers?format=json")
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	var got struct {
+		httpinfo.Snapshot
+		Readiness httpinfo.ReadinessStatus `json:"readiness"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		panic(err)
+	}
+	fmt.Println(resp.Header.Get("Content-Type"), "ready:", got.Readiness.Ready)
+	for _, is := range got.Informers {
+		fmt.Printf("%s: synced=%v objects=%d resourceVersion=%s\n", is.Name, is.Synced, is.Objects, is.ResourceVersion)
+	}
+	cancel()
+	<-done
+	// Output:
+	// application/json ready: true
+	// pods: synced=true objects=3 resourceVersion=103
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/handler"
 	"github.com/typedinformer/informer/httpinfo"
 	"github.com/typedinformer/informer/source/sourcetest"
 	"github.com/typedinformer/informer/typed"
@@ -103,3 +104,9 @@ func add[T cache.Object](t *testing.T, r *httpinfo.Registry, inf *typed.Informer
 func contextWithCancel() (context.Context, context.CancelFunc) {
 	return context.WithCancel(context.Background())
 }
+
+type sourcetestFake = sourcetest.Fake[*corev1.Secret]
+
+func keyOf(ns, name string) cache.Key { return cache.Key{Namespace: ns, Name: name} }
+
+func handlerFuncs() handler.Funcs[*corev1.Secret] { return handler.Funcs[*corev1.Secret]{} }
