@@ -271,8 +271,8 @@ func (c *Controller[T]) Len() int {
 	return 0
 }
 
-// handler turns the informer's changes into keys, those of the initial
-// list behind live ones.
+// handler turns the informer's changes into keys, background work
+// behind live changes.
 func (c *Controller[T]) handler(q workqueue.TypedRateLimitingInterface[cache.Key]) handler.Funcs[T] {
 	add := func(e Event[T]) {
 		for _, p := range c.opts.Predicates {
@@ -280,8 +280,8 @@ func (c *Controller[T]) handler(q workqueue.TypedRateLimitingInterface[cache.Key
 				return
 			}
 		}
-		if e.Initial {
-			c.prio.markInitial(e.Key)
+		if background(e) {
+			c.prio.markBackground(e.Key)
 		} else {
 			c.prio.markLive(e.Key)
 		}
@@ -298,6 +298,19 @@ func (c *Controller[T]) handler(q workqueue.TypedRateLimitingInterface[cache.Key
 			add(Event[T]{Type: Deleted, Key: d.Key, Object: d.Object, FinalStateUnknown: d.FinalStateUnknown})
 		},
 	}
+}
+
+// background reports whether e is work that can wait behind live
+// changes: an object of the initial list, or an update that changes
+// nothing (a resync, a relist of an unchanged object).
+func background[T cache.Object](e Event[T]) bool {
+	switch e.Type {
+	case Added:
+		return e.Initial
+	case Updated:
+		return unchanged(e.Old, e.Object)
+	}
+	return false
 }
 
 // work reconciles keys until the queue shuts down or the controller
@@ -335,11 +348,13 @@ func (c *Controller[T]) reconcile(ctx context.Context, key cache.Key) (err error
 func (c *Controller[T]) settle(q workqueue.TypedRateLimitingInterface[cache.Key], key cache.Key, err error) {
 	if err == nil {
 		q.Forget(key)
+		c.prio.forget(key)
 		return
 	}
 	retries := q.NumRequeues(key)
 	if c.opts.MaxRetries > 0 && retries >= c.opts.MaxRetries {
 		q.Forget(key)
+		c.prio.forget(key)
 		c.report(&KeyError{Key: key, Attempts: retries + 1, Dropped: true, Err: err})
 		return
 	}

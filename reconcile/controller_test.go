@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -216,47 +217,64 @@ func TestPanicIsRetried(t *testing.T) {
 	})
 }
 
-// TestLiveChangesBeforeInitialList holds the only worker on the first key
-// of a 5,000-object initial list while the rest is queued, then makes live
-// changes: a new object, and a change to an object whose initial key is
-// still queued near the end of the list. Both are reconciled before almost
-// all of the initial list.
-func TestLiveChangesBeforeInitialList(t *testing.T) {
+// TestLiveChangesBeforeBackgroundWork holds the only worker on the first
+// key of 5,000 queued as background work (the initial list, or a resync),
+// then makes live changes: a new object, and a change to an object whose
+// background key is still queued near the end. Both are reconciled before
+// almost all of the background keys.
+func TestLiveChangesBeforeBackgroundWork(t *testing.T) {
 	leakcheck.Check(t)
 	const n = 5000
-	synctest.Test(t, func(t *testing.T) {
-		gate := make(chan struct{})
-		first := true
-		rec := newRecorder(func(ctx context.Context, _ cache.Key, _ int) error {
-			if first {
-				first = false // one worker: no race
-				<-gate
-			}
-			return nil
-		})
-		e := newEnv(t, pods(n), typed.Options[*corev1.Pod]{}, rec, reconcile.Options[*corev1.Pod]{Workers: 1})
-		e.start(t)
-		synctest.Wait() // the worker holds key 1, the handler queued the rest
-		if got := e.ctrl.Len(); got != n-1 {
-			t.Fatalf("%d keys queued after the initial list, want %d", got, n-1)
-		}
-		if _, err := e.fake.Create(pods(n + 1)[n]); err != nil {
-			t.Fatal(err)
-		}
-		touch(t, e.fake, "p-04990", "live")
-		synctest.Wait()
-		close(gate)
-		synctest.Wait()
+	for _, resync := range []bool{false, true} {
+		name := map[bool]string{false: "initial list", true: "resync"}[resync]
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				gate := make(chan struct{})
+				var hold atomic.Bool
+				hold.Store(!resync)
+				rec := newRecorder(func(ctx context.Context, _ cache.Key, _ int) error {
+					if hold.Swap(false) {
+						<-gate
+					}
+					return nil
+				})
+				iopts := typed.Options[*corev1.Pod]{}
+				if resync {
+					iopts.ResyncPeriod = time.Hour
+				}
+				e := newEnv(t, pods(n), iopts, rec, reconcile.Options[*corev1.Pod]{Workers: 1})
+				e.start(t)
+				synctest.Wait()
+				before := 0
+				if resync { // the initial list is done: hold the first key of the resync
+					before = len(rec.snapshot())
+					hold.Store(true)
+					time.Sleep(time.Hour)
+					synctest.Wait()
+				}
+				if got := e.ctrl.Len(); got != n-1 {
+					t.Fatalf("%d keys queued, want %d (all but the one in hand)", got, n-1)
+				}
+				if _, err := e.fake.Create(pods(n + 1)[n]); err != nil {
+					t.Fatal(err)
+				}
+				touch(t, e.fake, "p-04990", "live")
+				synctest.Wait()
+				close(gate)
+				synctest.Wait()
 
-		calls := rec.snapshot()
-		if len(calls) != n+1 {
-			t.Fatalf("%d reconciles, want %d (every key once)", len(calls), n+1)
-		}
-		for _, name := range []string{"p-05000", "p-04990"} {
-			i := slices.Index(calls, key(name))
-			if i < 0 || i > 10 {
-				t.Errorf("live change to %s reconciled at position %d of %d, want among the first 10", name, i, n+1)
-			}
-		}
-	})
+				calls := rec.snapshot()[before:]
+				if len(calls) != n+1 {
+					t.Fatalf("%d reconciles, want %d (every key once)", len(calls), n+1)
+				}
+				for _, name := range []string{"p-05000", "p-04990"} {
+					i := slices.Index(calls, key(name))
+					t.Logf("live change to %s: reconcile %d of %d", name, i+1, n+1)
+					if i < 0 || i > 10 {
+						t.Errorf("live change to %s reconciled at position %d of %d, want among the first 10", name, i, n+1)
+					}
+				}
+			})
+		})
+	}
 }

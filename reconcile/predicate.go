@@ -83,14 +83,23 @@ func LabelsChanged[T cache.Object]() Predicate[T] {
 	}
 }
 
-// IgnoreResync filters out updates that change nothing: old and new
-// objects have the same resourceVersion, as on a resync
-// (typed.Options.ResyncPeriod) or a relist of an unchanged object. Adds,
-// deletes and real updates pass.
+// IgnoreResync filters out updates that change nothing: old and new are
+// the same object, or have the same (non-empty) resourceVersion, as on a
+// resync (typed.Options.ResyncPeriod) or a relist of an unchanged object.
+// Adds, deletes and real updates pass.
 func IgnoreResync[T cache.Object]() Predicate[T] {
 	return func(e Event[T]) bool {
-		return e.Type != Updated || e.Old.GetResourceVersion() != e.Object.GetResourceVersion()
+		return e.Type != Updated || !unchanged(e.Old, e.Object)
 	}
+}
+
+// unchanged reports whether an update from old to cur changes nothing.
+func unchanged[T cache.Object](old, cur T) bool {
+	if old == cur {
+		return true
+	}
+	rv := cur.GetResourceVersion()
+	return rv != "" && rv == old.GetResourceVersion()
 }
 
 // Any passes a change that at least one of ps passes, for example the

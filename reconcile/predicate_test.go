@@ -27,6 +27,7 @@ func update(old, cur *corev1.Pod) reconcile.Event[*corev1.Pod] {
 func TestPredicates(t *testing.T) {
 	a := map[string]string{"app": "a"}
 	b := map[string]string{"app": "b"}
+	same := pod("", 1, a)
 	added := reconcile.Event[*corev1.Pod]{Type: reconcile.Added, Key: key("p"), Object: pod("1", 1, a), Initial: true}
 	deleted := reconcile.Event[*corev1.Pod]{Type: reconcile.Deleted, Key: key("p"), FinalStateUnknown: true}
 	events := []struct {
@@ -41,6 +42,8 @@ func TestPredicates(t *testing.T) {
 		{"label change", update(pod("5", 2, a), pod("6", 2, b))},
 		{"label added", update(pod("5", 2, nil), pod("6", 2, a))},
 		{"change without generations", update(pod("5", 0, a), pod("6", 0, a))},
+		{"change without resourceVersions", update(pod("", 1, a), pod("", 2, b))},
+		{"resync without resourceVersions", update(same, same)},
 	}
 	preds := []struct {
 		name string
@@ -48,15 +51,15 @@ func TestPredicates(t *testing.T) {
 		want []bool // per event, in order
 	}{
 		{"GenerationChanged", reconcile.GenerationChanged[*corev1.Pod](),
-			[]bool{true, true, false, true, false, false, false, true}},
+			[]bool{true, true, false, true, false, false, false, true, true, false}},
 		{"LabelsChanged", reconcile.LabelsChanged[*corev1.Pod](),
-			[]bool{true, true, false, false, false, true, true, false}},
+			[]bool{true, true, false, false, false, true, true, false, true, false}},
 		{"IgnoreResync", reconcile.IgnoreResync[*corev1.Pod](),
-			[]bool{true, true, false, true, true, true, true, true}},
+			[]bool{true, true, false, true, true, true, true, true, true, false}},
 		{"Any(GenerationChanged, LabelsChanged)", reconcile.Any(reconcile.GenerationChanged[*corev1.Pod](), reconcile.LabelsChanged[*corev1.Pod]()),
-			[]bool{true, true, false, true, false, true, true, true}},
+			[]bool{true, true, false, true, false, true, true, true, true, false}},
 		{"Any()", reconcile.Any[*corev1.Pod](),
-			[]bool{false, false, false, false, false, false, false, false}},
+			[]bool{false, false, false, false, false, false, false, false, false, false}},
 	}
 	for _, p := range preds {
 		t.Run(p.name, func(t *testing.T) {

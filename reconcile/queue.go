@@ -9,8 +9,11 @@ import (
 )
 
 // twoLevel is the storage under the controller's workqueue
-// (workqueue.Queue): keys of live changes are handed out before keys that
-// only the initial list brought, each level in arrival order.
+// (workqueue.Queue): keys of live changes are handed out before keys whose
+// only work is background (the initial list, a resync, a relist of an
+// unchanged object), each level in arrival order. So that a steady stream
+// of live changes cannot hold the background work back for ever, one
+// background key goes after every liveBurst live keys while both wait.
 //
 // The workqueue keeps its own bookkeeping (a key is queued once, never
 // handed to two workers at once) and calls Push, Touch, Pop and Len with
@@ -26,7 +29,17 @@ type twoLevel struct {
 	// slices may hold stale entries for keys moved or already popped.
 	where      map[cache.Key]level
 	live, init []cache.Key
+	// background counts the keys queued at levelInit.
+	background int
+	// streak counts live keys popped in a row while background keys
+	// waited.
+	streak int
 }
+
+// liveBurst is how many live keys in a row may go before a waiting
+// background key: background work keeps at least about 1% of the
+// workers' time under any load.
+const liveBurst = 100
 
 type level uint8
 
@@ -41,16 +54,20 @@ func newTwoLevel() *twoLevel {
 	return &twoLevel{low: map[cache.Key]struct{}{}, where: map[cache.Key]level{}}
 }
 
-// markInitial says the next add of key comes from the initial list.
-func (q *twoLevel) markInitial(key cache.Key) {
+// markBackground says key's work is background: it keeps that level,
+// retries included, until a live change or the end of its work (forget).
+func (q *twoLevel) markBackground(key cache.Key) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.low[key] = struct{}{}
 }
 
 // markLive says the next add of key is a live change: it goes first,
-// and a key queued at the initial level moves up (in Touch).
-func (q *twoLevel) markLive(key cache.Key) {
+// and a key queued at the background level moves up (in Touch).
+func (q *twoLevel) markLive(key cache.Key) { q.forget(key) }
+
+// forget drops key's mark once its work is done.
+func (q *twoLevel) forget(key cache.Key) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	delete(q.low, key)
@@ -63,6 +80,7 @@ func (q *twoLevel) Push(key cache.Key) {
 	if _, ok := q.low[key]; ok {
 		q.where[key] = levelInit
 		q.init = append(q.init, key)
+		q.background++
 		return
 	}
 	q.where[key] = levelLive
@@ -79,6 +97,7 @@ func (q *twoLevel) Touch(key cache.Key) {
 	}
 	q.where[key] = levelLive
 	q.live = append(q.live, key)
+	q.background--
 }
 
 // Len is the number of queued keys.
@@ -88,18 +107,26 @@ func (q *twoLevel) Len() int {
 	return len(q.where)
 }
 
-// Pop returns the oldest live key, else the oldest initial one. The
-// workqueue calls it only when Len is positive. A popped key loses its
-// mark: a retry or a later change is live work.
+// Pop returns the oldest live key, else the oldest background one (and
+// a background one after liveBurst live ones). The workqueue calls it only
+// when Len is positive.
 func (q *twoLevel) Pop() cache.Key {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if key, ok := pop(&q.live, q.where, levelLive); ok {
-		delete(q.low, key)
+	if q.streak < liveBurst {
+		if key, ok := pop(&q.live, q.where, levelLive); ok {
+			if q.background > 0 {
+				q.streak++
+			}
+			return key
+		}
+	}
+	q.streak = 0
+	if key, ok := pop(&q.init, q.where, levelInit); ok {
+		q.background--
 		return key
 	}
-	key, _ := pop(&q.init, q.where, levelInit)
-	delete(q.low, key)
+	key, _ := pop(&q.live, q.where, levelLive)
 	return key
 }
 
@@ -120,18 +147,4 @@ func pop(s *[]cache.Key, where map[cache.Key]level, lvl level) (cache.Key, bool)
 	}
 	*s = nil
 	return cache.Key{}, false
-}
-
-// depths returns how many keys each level holds.
-func (q *twoLevel) depths() (live, initial int) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for _, l := range q.where {
-		if l == levelLive {
-			live++
-		} else {
-			initial++
-		}
-	}
-	return live, initial
 }
