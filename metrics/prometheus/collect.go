@@ -1,0 +1,96 @@
+package prometheus
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The metrics read from each informer when the registry is gathered.
+var (
+	queuedItemsDesc = prometheus.NewDesc("informer_queued_items",
+		"Number of changes queued for the informer's writer.", informerLabels, nil)
+	storeRVDesc = prometheus.NewDesc("informer_store_resource_version",
+		"The 15 least significant digits of the last resourceVersion the informer took from its source.", informerLabels, nil)
+	syncedDesc = prometheus.NewDesc("informer_synced",
+		"1 once the informer's initial list is in its cache, else 0.", informerLabels, nil)
+	listsDesc = prometheus.NewDesc("informer_lists_total",
+		"LIST requests of the informer (the pages of one list count once).", informerLabels, nil)
+	watchListsDesc = prometheus.NewDesc("informer_watch_lists_total",
+		"Streaming lists (watches with sendInitialEvents) of the informer.", informerLabels, nil)
+	relistsDesc = prometheus.NewDesc("informer_relists_total",
+		"Lists and streaming lists after the informer's first successful one.", informerLabels, nil)
+	watchesDesc = prometheus.NewDesc("informer_watches_total",
+		"Watch requests of the informer, besides streaming lists.", informerLabels, nil)
+	restartsDesc = prometheus.NewDesc("informer_watch_restarts_total",
+		"Watch requests that resumed from the informer's last resourceVersion rather than following a list.", informerLabels, nil)
+	lastErrorDesc = prometheus.NewDesc("informer_last_sync_error",
+		"1 while the informer's last list or watch error persists (the cache may be stale), else 0.", informerLabels, nil)
+	sinceEventDesc = prometheus.NewDesc("informer_seconds_since_last_event",
+		"Seconds since the informer last applied a watch event, bookmark or list (since it started, before the first).", informerLabels, nil)
+	handlerLabels = append(informerLabels[:4:4], "handler")
+	pendingDesc   = prometheus.NewDesc("informer_handler_pending",
+		"Notifications waiting for the handler.", handlerLabels, nil)
+	panicsDesc = prometheus.NewDesc("informer_handler_panics_total",
+		"Calls of the handler that panicked.", handlerLabels, nil)
+)
+
+// stateCollector reads every registered informer's state at collection.
+type stateCollector struct{ m *Metrics }
+
+// Describe implements prometheus.Collector.
+func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{queuedItemsDesc, storeRVDesc, syncedDesc, listsDesc, watchListsDesc,
+		relistsDesc, watchesDesc, restartsDesc, lastErrorDesc, sinceEventDesc, pendingDesc, panicsDesc} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector. It holds the Metrics' lock
+// while it reads the informers, so that none unregisters meanwhile (an
+// informer's state function must not be called after).
+func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
+	m := c.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	for _, rs := range m.informers {
+		r := rs[0]
+		r.state(&r.snap)
+		s, lv := &r.snap, r.labels
+		gauge := func(d *prometheus.Desc, v float64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
+		}
+		counter := func(d *prometheus.Desc, v int) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), lv...)
+		}
+		gauge(queuedItemsDesc, float64(s.QueuedItems))
+		if rv, ok := storeResourceVersion(s.ResourceVersion); ok {
+			gauge(storeRVDesc, rv)
+		}
+		gauge(syncedDesc, bit(s.Synced))
+		counter(listsDesc, s.Lists)
+		counter(watchListsDesc, s.WatchLists)
+		counter(relistsDesc, s.Relists)
+		counter(watchesDesc, s.Watches)
+		counter(restartsDesc, s.WatchRestarts)
+		gauge(lastErrorDesc, bit(s.LastError != nil))
+		last := s.LastEventTime
+		if last.IsZero() {
+			last = r.since
+		}
+		gauge(sinceEventDesc, max(now.Sub(last), 0).Seconds())
+		for _, h := range s.Handlers {
+			hl := append(lv[:4:4], h.Name)
+			ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(h.Pending), hl...)
+			ch <- prometheus.MustNewConstMetric(panicsDesc, prometheus.CounterValue, float64(h.Panics), hl...)
+		}
+	}
+}
+
+func bit(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
