@@ -22,10 +22,13 @@
 //     reported with its stack) retries it after Options.RateLimiter's delay,
 //     until Options.MaxRetries, after which the key is dropped and the drop
 //     reported as a [*KeyError] wrapping [ErrDropped].
-//   - Keys brought only by the initial list (isInInitialList) wait behind
-//     keys of live changes, so a change made while a large initial list is
-//     being worked through is reconciled next, not after the whole list.
-//     A queued initial key that then changes moves up.
+//   - Background work waits behind live changes: keys brought only by the
+//     initial list (isInInitialList), a resync, or a relist of an unchanged
+//     object. A change made while a large initial list is being worked
+//     through is reconciled next, not after the whole list; a queued
+//     background key that then changes moves up; a retry keeps its key's
+//     level. Under a flood of live changes one background key still goes
+//     after every hundred live ones, so the initial list is never starved.
 //   - [Options.Predicates] drop changes that need no work before they are
 //     queued: [GenerationChanged], [LabelsChanged], [IgnoreResync], or
 //     functions of your own over an [Event].
