@@ -54,7 +54,9 @@ type State func(s *Snapshot)
 // from the informer's goroutines and must not block.
 type Recorder interface {
 	// ObserveBatch is called by the informer's writer after it applied one
-	// batch of changes taken from its queue.
+	// batch of changes taken from its queue, if the batch carried a watch
+	// event, a bookmark or the end of a list (not for a resync, nor for a
+	// batch of list pages only).
 	ObserveBatch(b Batch)
 	// ObserveError is called once for every list, watch or write error
 	// the informer recovers from, with the error's API reason
