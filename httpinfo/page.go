@@ -20,11 +20,11 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"stamp": stamp,
 	"ago":   func(now, t time.Time) string { return roundAge(now.Sub(t)) },
 	"deref": func(p *int64) int64 { return *p },
-	"lastEvent": func(now time.Time, is InformerStatus) string {
+	"lastEvent": func(is InformerStatus) string {
 		if is.LastEventAgeSeconds != nil {
-			return "at most " + roundAge(time.Duration(*is.LastEventAgeSeconds*float64(time.Second))) + " ago"
+			return roundAge(time.Duration(*is.LastEventAgeSeconds*float64(time.Second))) + " ago"
 		}
-		return "none seen since registered " + roundAge(now.Sub(is.Registered)) + " ago"
+		return "none yet"
 	},
 }).Parse(pageHTML))
 

@@ -121,13 +121,6 @@ type Entry struct {
 
 	mu       sync.Mutex
 	handlers []namedHandler
-	// The registry learns when events arrive by comparing the informer's
-	// event and bookmark count at each snapshot with the one before:
-	// seenCount and seenAt are the last snapshot's, lastAfter the time of
-	// the snapshot before the count last changed (the event came after it).
-	seenCount int
-	seenAt    time.Time
-	lastAfter time.Time
 }
 
 type namedHandler struct {
@@ -145,10 +138,7 @@ func Add[T cache.Object](r *Registry, inf *typed.Informer[T]) (*Entry, error) {
 	if inf == nil {
 		return nil, fmt.Errorf("%w (%T)", ErrNilInformer, inf)
 	}
-	now := time.Now()
-	st := inf.Status().Stats
-	e := &Entry{reg: r, inf: typedInformer[T]{inf}, name: inf.Name(), added: now,
-		seenCount: st.Events + st.Bookmarks, seenAt: now}
+	e := &Entry{reg: r, inf: typedInformer[T]{inf}, name: inf.Name(), added: time.Now()}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, o := range r.entries {
@@ -235,14 +225,12 @@ type InformerStatus struct {
 	Error *ErrorStatus `json:"error,omitempty"`
 	// Registered is when the informer was added to the registry.
 	Registered time.Time `json:"registered"`
-	// LastEventAfter bounds the time of the last watch event or bookmark:
-	// it came after LastEventAfter (and before Time). Zero when none came
-	// since Registered, as far as the snapshots taken so far tell: the
-	// registry learns of events only by comparing counts between
-	// snapshots, so the bound is as fine as the snapshots are frequent.
-	LastEventAfter time.Time `json:"lastEventAfter,omitzero"`
-	// LastEventAgeSeconds is Time - LastEventAfter, an upper bound on the
-	// age of the last event; nil when LastEventAfter is zero.
+	// LastEvent is when the informer last applied a watch event, a
+	// bookmark or a list (typed.Status.LastEventTime); zero before the
+	// first.
+	LastEvent time.Time `json:"lastEvent,omitzero"`
+	// LastEventAgeSeconds is Time - LastEvent: how stale a quiet cache may
+	// be; nil when LastEvent is zero.
 	LastEventAgeSeconds *float64 `json:"lastEventAgeSeconds,omitempty"`
 	// Counts are what the informer did with its source.
 	Counts Counts `json:"counts"`
@@ -272,7 +260,8 @@ type Counts struct {
 	WatchLists int `json:"watchLists"`
 	Relists    int `json:"relists"`
 	// Watches counts watch requests besides streaming lists;
-	// WatchRestarts is every one after the first.
+	// WatchRestarts those that resumed a watch from its last
+	// resourceVersion rather than following a list.
 	Watches       int `json:"watches"`
 	WatchRestarts int `json:"watchRestarts"`
 	// Events and Bookmarks count watch events taken.
@@ -322,7 +311,7 @@ func (e *Entry) status(now time.Time) InformerStatus {
 		Registered:      e.added,
 		Counts: Counts{
 			Lists: st.Stats.Lists, WatchLists: st.Stats.WatchLists, Relists: st.Stats.Relists,
-			Watches: st.Stats.Watches, WatchRestarts: max(st.Stats.Watches-1, 0),
+			Watches: st.Stats.Watches, WatchRestarts: st.Stats.WatchRestarts,
 			Events: st.Stats.Events, Bookmarks: st.Stats.Bookmarks, Errors: st.Stats.Errors,
 		},
 	}
@@ -337,19 +326,13 @@ func (e *Entry) status(now time.Time) InformerStatus {
 			is.Error.Since = st.LastErrorTime
 		}
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if c := st.Stats.Events + st.Stats.Bookmarks; c != e.seenCount {
-		e.seenCount, e.lastAfter = c, e.seenAt
-	}
-	if now.After(e.seenAt) {
-		e.seenAt = now
-	}
-	if !e.lastAfter.IsZero() {
-		is.LastEventAfter = e.lastAfter
-		age := now.Sub(e.lastAfter).Seconds()
+	if !st.LastEventTime.IsZero() {
+		is.LastEvent = st.LastEventTime
+		age := now.Sub(st.LastEventTime).Seconds()
 		is.LastEventAgeSeconds = &age
 	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	is.Handlers = make([]HandlerStatus, 0, len(e.handlers))
 	for _, nh := range e.handlers {
 		hs := HandlerStatus{Name: nh.name, Synced: nh.h.HasSynced(), Pending: nh.h.Pending(), Panics: nh.h.Panics()}

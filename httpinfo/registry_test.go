@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/typedinformer/informer/httpinfo"
@@ -90,30 +89,29 @@ func TestSnapshot(t *testing.T) {
 		synctest.Wait()
 
 		first := reg.Snapshot()
-		st := inf.Status().Stats
+		status := inf.Status()
+		st := status.Stats
 		seven := int64(7)
 		want := httpinfo.InformerStatus{
 			Name: "shop-secrets", Synced: true, ResourceVersion: fake.ResourceVersion(), Objects: 5,
 			Registered: registered,
 			Counts: httpinfo.Counts{Lists: st.Lists, WatchLists: st.WatchLists, Relists: st.Relists, Watches: st.Watches,
-				WatchRestarts: max(st.Watches-1, 0), Events: st.Events, Bookmarks: st.Bookmarks, Errors: st.Errors},
+				WatchRestarts: st.WatchRestarts, Events: st.Events, Bookmarks: st.Bookmarks, Errors: st.Errors},
 			Handlers: []httpinfo.HandlerStatus{
 				{Name: "plain", Synced: true, Pending: 3, Panics: 1},
 				{Name: "coalescing", Pending: 2, Merged: &seven},
 			},
 		}
-		ignoreEvent := cmpopts.IgnoreFields(httpinfo.InformerStatus{}, "LastEventAfter", "LastEventAgeSeconds")
-		if diff := cmp.Diff([]httpinfo.InformerStatus{want}, first.Informers, ignoreEvent); diff != "" {
+		listAge := first.Time.Sub(status.LastEventTime).Seconds()
+		want.LastEvent, want.LastEventAgeSeconds = status.LastEventTime, &listAge
+		if status.LastEventTime.IsZero() {
+			t.Fatal("Status().LastEventTime is zero after the initial list")
+		}
+		if diff := cmp.Diff([]httpinfo.InformerStatus{want}, first.Informers); diff != "" {
 			t.Errorf("snapshot (-want +got):\n%s", diff)
 		}
-		// The initial list is not a watch event: none yet.
-		if got := first.Informers[0]; !got.LastEventAfter.IsZero() || got.LastEventAgeSeconds != nil {
-			t.Errorf("no watch event yet: LastEventAfter %v, age %v; want zero and nil", got.LastEventAfter, got.LastEventAgeSeconds)
-		}
 
-		// A change moves the bound to the snapshot before it was seen.
-		time.Sleep(time.Minute)
-		quiet := reg.Snapshot()
+		// A watch event later moves LastEvent to the time it was applied.
 		time.Sleep(time.Minute)
 		if _, err := fake.Create(secret("shop", "new")); err != nil {
 			t.Fatal(err)
@@ -121,12 +119,13 @@ func TestSnapshot(t *testing.T) {
 		synctest.Wait()
 		after := reg.Snapshot()
 		is := after.Informers[0]
-		if is.Counts.Events != first.Informers[0].Counts.Events+1 {
-			t.Errorf("events %d, want one more than %d", is.Counts.Events, first.Informers[0].Counts.Events)
+		applied := inf.Status().LastEventTime
+		if !applied.After(status.LastEventTime) || is.Counts.Events != st.Events+1 {
+			t.Fatalf("the Create was not applied as an event: LastEventTime %v (was %v), events %d (were %d)",
+				applied, status.LastEventTime, is.Counts.Events, st.Events)
 		}
-		if !is.LastEventAfter.Equal(quiet.Time) || is.LastEventAgeSeconds == nil ||
-			*is.LastEventAgeSeconds != after.Time.Sub(quiet.Time).Seconds() {
-			t.Errorf("after an event: LastEventAfter %v age %v, want the previous snapshot's time %v", is.LastEventAfter, is.LastEventAgeSeconds, quiet.Time)
+		if !is.LastEvent.Equal(applied) || is.LastEventAgeSeconds == nil || *is.LastEventAgeSeconds != after.Time.Sub(applied).Seconds() {
+			t.Errorf("after an event: LastEvent %v age %v, want %v and %v", is.LastEvent, is.LastEventAgeSeconds, applied, after.Time.Sub(applied).Seconds())
 		}
 	})
 }
