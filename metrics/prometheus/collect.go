@@ -1,6 +1,7 @@
 package prometheus
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -93,4 +94,21 @@ func bit(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// storeResourceVersion is rv as informer_store_resource_version has it:
+// its last 15 digits as a number (exact in a float64), as client-go does;
+// false for a resourceVersion that is not a number.
+func storeResourceVersion(rv string) (float64, bool) {
+	if rv == "" {
+		return 0, true
+	}
+	if len(rv) > 15 {
+		rv = rv[len(rv)-15:]
+	}
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return float64(n), true
 }

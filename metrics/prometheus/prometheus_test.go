@@ -161,7 +161,10 @@ func TestScriptedRun(t *testing.T) {
 			{name: "synced"},
 			{name: "create", do: mustDo(func() error { _, err := fake.Create(it.Pod("ns-0", "new", nil)); return err }),
 				change: map[string]float64{events("ADDED"): 1, batches: 1}},
-			{name: "update", do: mustDo(func() error { _, err := fake.Update(it.Pod(key.Namespace, key.Name, map[string]string{"a": "b"})); return err }),
+			{name: "update", do: mustDo(func() error {
+				_, err := fake.Update(it.Pod(key.Namespace, key.Name, map[string]string{"a": "b"}))
+				return err
+			}),
 				change: map[string]float64{events("MODIFIED"): 1, batches: 1}},
 			{name: "delete", do: mustDo(func() error { _, err := fake.Delete(cache.KeyOf(it.Pod("ns-0", "new", nil))); return err }),
 				change: map[string]float64{events("DELETED"): 1, batches: 1}},
