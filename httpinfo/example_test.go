@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -191,4 +193,50 @@ func ExampleNewPage() {
 	// Output:
 	// application/json ready: true
 	// pods: synced=true objects=3 resourceVersion=103
+}
+
+// Serving the check and the page on a private port of their own, apart
+// from the port that serves users: here the loopback interface.
+func Example_privatePort() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pods := podInformer()
+	reg, _ := httpinfo.NewRegistry(httpinfo.Options{})
+	if _, err := httpinfo.Add(reg, pods); err != nil {
+		panic(err)
+	}
+	ready, _ := httpinfo.NewReadiness(reg, httpinfo.ReadinessOptions{})
+	page, _ := httpinfo.NewPage(reg, httpinfo.PageOptions{Readiness: ready})
+	mux := http.NewServeMux()
+	mux.Handle("GET /readyz", ready)
+	mux.Handle("GET /debug/informers", page)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // in a program: a fixed port, such as 127.0.0.1:8081
+	if err != nil {
+		panic(err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	done := make(chan error)
+	go func() { done <- pods.Run(ctx) }()
+	if err := pods.WaitForSync(ctx); err != nil {
+		panic(err)
+	}
+	for _, path := range []string{"/readyz", "/debug/informers"} {
+		resp, err := http.Get("http://" + ln.Addr().String() + path)
+		if err != nil {
+			panic(err)
+		}
+		resp.Body.Close()
+		fmt.Println(path, resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	_ = srv.Shutdown(ctx)
+	<-served
+	cancel()
+	<-done
+	// Output:
+	// /readyz 200 text/plain; charset=utf-8
+	// /debug/informers 200 text/html; charset=utf-8
 }
