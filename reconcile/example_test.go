@@ -55,3 +55,58 @@ func ExampleNew() {
 	// reconcile shop/web-1: on node-2
 	// stopped: <nil>
 }
+
+// podAt returns a pod at a resourceVersion and generation, with labels.
+func podAt(rv string, generation int64, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-0",
+		ResourceVersion: rv, Generation: generation, Labels: labels}}
+}
+
+func updated(old, cur *corev1.Pod) reconcile.Event[*corev1.Pod] {
+	return reconcile.Event[*corev1.Pod]{Type: reconcile.Updated, Key: cache.KeyOf(cur), Old: old, Object: cur}
+}
+
+// GenerationChanged passes spec changes and filters out status-only
+// updates.
+func ExampleGenerationChanged() {
+	p := reconcile.GenerationChanged[*corev1.Pod]()
+	fmt.Println("spec change:", p(updated(podAt("10", 1, nil), podAt("11", 2, nil))))
+	fmt.Println("status change:", p(updated(podAt("11", 2, nil), podAt("12", 2, nil))))
+	// Output:
+	// spec change: true
+	// status change: false
+}
+
+// LabelsChanged passes updates that change the labels.
+func ExampleLabelsChanged() {
+	p := reconcile.LabelsChanged[*corev1.Pod]()
+	web, db := map[string]string{"app": "web"}, map[string]string{"app": "db"}
+	fmt.Println("relabelled:", p(updated(podAt("10", 1, web), podAt("11", 1, db))))
+	fmt.Println("same labels:", p(updated(podAt("11", 1, db), podAt("12", 2, db))))
+	// Output:
+	// relabelled: true
+	// same labels: false
+}
+
+// IgnoreResync filters out the updates of a resync or of a relist that
+// found an object unchanged.
+func ExampleIgnoreResync() {
+	p := reconcile.IgnoreResync[*corev1.Pod]()
+	cur := podAt("10", 1, nil)
+	fmt.Println("resync:", p(updated(cur, cur)))
+	fmt.Println("change:", p(updated(cur, podAt("11", 1, nil))))
+	// Output:
+	// resync: false
+	// change: true
+}
+
+// Any passes updates that change either the spec or the labels.
+func ExampleAny() {
+	p := reconcile.Any(reconcile.GenerationChanged[*corev1.Pod](), reconcile.LabelsChanged[*corev1.Pod]())
+	web := map[string]string{"app": "web"}
+	fmt.Println("labels only:", p(updated(podAt("10", 1, nil), podAt("11", 1, web))))
+	fmt.Println("status only:", p(updated(podAt("11", 1, web), podAt("12", 1, web))))
+	// Output:
+	// labels only: true
+	// status only: false
+}
