@@ -332,9 +332,10 @@ func (e *Entry) status(now time.Time) InformerStatus {
 		is.LastEventAgeSeconds = &age
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	is.Handlers = make([]HandlerStatus, 0, len(e.handlers))
-	for _, nh := range e.handlers {
+	handlers := slices.Clone(e.handlers)
+	e.mu.Unlock() // no lock held while a Handler's methods run
+	is.Handlers = make([]HandlerStatus, 0, len(handlers))
+	for _, nh := range handlers {
 		hs := HandlerStatus{Name: nh.name, Synced: nh.h.HasSynced(), Pending: nh.h.Pending(), Panics: nh.h.Panics()}
 		if m, ok := nh.h.(merger); ok {
 			n := m.Merged()
