@@ -12,6 +12,7 @@ import (
 // Its state belongs to the goroutine that runs it.
 type applier[T cache.Object] struct {
 	inf     *Informer[T]
+	done    <-chan struct{} // the run's end: a push waiting for room gives up
 	changes []cache.Change[T]
 	notes   []notification[T]
 	synced  bool // the first list is applied
@@ -24,6 +25,7 @@ type applier[T cache.Object] struct {
 
 // run applies deltas until ctx ends or the queue is closed.
 func (a *applier[T]) run(ctx context.Context) error {
+	a.done = ctx.Done()
 	for ctx.Err() == nil {
 		ds, err := a.inf.queue.Pop(ctx)
 		if err != nil {
@@ -213,7 +215,7 @@ func (a *applier[T]) note(n notification[T]) { a.notes = append(a.notes, n) }
 func (a *applier[T]) dispatch(rev uint64, first bool) {
 	if len(a.notes) > 0 || first {
 		for _, l := range *a.inf.handlers.Load() {
-			l.push(a.notes, rev, first)
+			l.push(a.done, a.notes, rev, first)
 		}
 	}
 	a.notes = shrink(a.notes)

@@ -58,6 +58,14 @@ type listener[T cache.Object] struct {
 	buf     []notification[T]
 	spare   []notification[T]
 
+	policy  BufferPolicy
+	size    int               // Block: the bound on buf
+	pending map[cache.Key]int // CoalesceByKey: key -> index in buf
+	dead    int               // CoalesceByKey: cancelled entries in buf[head:]
+	head    int               // CoalesceByKey: the next entry runCoalesced takes
+	room    chan struct{}     // Block: run took buf
+	merged  atomic.Int64
+
 	wake     chan struct{}
 	stop     chan struct{} // closed by shutdown
 	stopOnce sync.Once
@@ -67,11 +75,19 @@ type listener[T cache.Object] struct {
 	panics   atomic.Int64
 }
 
-func newListener[T cache.Object](h handler.Handler[T], name string, onPanic func(error)) *listener[T] {
-	return &listener[T]{
-		h: h, name: name, onPanic: onPanic,
+func newListener[T cache.Object](h handler.Handler[T], name string, onPanic func(error), opts HandlerOptions) *listener[T] {
+	l := &listener[T]{
+		h: h, name: name, onPanic: onPanic, policy: opts.Buffer, size: opts.Size,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), synced: make(chan struct{}),
+		room: make(chan struct{}, 1),
 	}
+	if l.size <= 0 {
+		l.size = DefaultBufferSize
+	}
+	if l.policy == CoalesceByKey {
+		l.pending = map[cache.Key]int{}
+	}
+	return l
 }
 
 // start queues the listener's snapshot: an Add (initial) for each object of
@@ -81,11 +97,9 @@ func newListener[T cache.Object](h handler.Handler[T], name string, onPanic func
 func (l *listener[T]) start(objs []T, rev, listed uint64) {
 	l.mu.Lock()
 	l.initRev = rev
-	n := len(l.buf)
 	for _, obj := range objs {
-		l.buf = append(l.buf, notification[T]{kind: notifyAdd, initial: true, key: cache.KeyOf(obj), obj: obj})
+		l.addLocked(notification[T]{kind: notifyAdd, initial: true, key: cache.KeyOf(obj), obj: obj})
 	}
-	l.depth.Add(int64(len(l.buf) - n))
 	if listed != 0 && listed <= rev {
 		l.markLocked()
 	}
@@ -100,9 +114,22 @@ func (l *listener[T]) start(objs []T, rev, listed uint64) {
 
 // push queues a batch of notifications that produced store revision rev;
 // first is set for the informer's first list. The writer calls it with no
-// lock of its own held.
-func (l *listener[T]) push(ns []notification[T], rev uint64, first bool) {
+// lock of its own held. Under Block it waits, while the handler's pending
+// notifications are at the bound, for the handler to take them, until the
+// listener stops or done closes.
+func (l *listener[T]) push(done <-chan struct{}, ns []notification[T], rev uint64, first bool) {
 	l.mu.Lock()
+	for l.policy == Block && l.ready && len(l.buf) >= l.size && !l.removed.Load() {
+		l.mu.Unlock()
+		select {
+		case <-l.room:
+		case <-l.stop:
+			return
+		case <-done:
+			return
+		}
+		l.mu.Lock()
+	}
 	if !l.ready {
 		l.early = append(l.early, pushed[T]{ns: slices.Clone(ns), rev: rev, first: first})
 		l.mu.Unlock()
@@ -121,8 +148,9 @@ func (l *listener[T]) appendLocked(ns []notification[T], rev uint64, first bool)
 		}
 		return
 	}
-	l.buf = append(l.buf, ns...)
-	l.depth.Add(int64(len(ns)))
+	for i := range ns {
+		l.addLocked(ns[i])
+	}
 	if first {
 		l.markLocked()
 	}
@@ -151,16 +179,28 @@ func (l *listener[T]) shutdown() {
 
 // run calls the handler for every notification until shutdown.
 func (l *listener[T]) run() {
+	if l.pending != nil {
+		l.runCoalesced()
+		return
+	}
 	for {
 		l.mu.Lock()
 		batch := l.buf
 		l.buf = l.spare[:0]
+		l.takenLocked()
 		l.mu.Unlock()
+		select {
+		case l.room <- struct{}{}:
+		default:
+		}
 		for i := range batch {
 			if l.removed.Load() {
 				return
 			}
 			n := &batch[i]
+			if n.kind == 0 { // cancelled out by coalescing
+				continue
+			}
 			if n.kind == notifySynced {
 				close(l.synced)
 				continue

@@ -81,9 +81,9 @@ func TestListenerStartAndPush(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			l := newListener[*corev1.Pod](handler.Funcs[*corev1.Pod]{}, "test", func(error) {})
+			l := newListener[*corev1.Pod](handler.Funcs[*corev1.Pod]{}, "test", func(error) {}, HandlerOptions{})
 			for _, p := range tc.early {
-				l.push(p.ns, p.rev, p.first)
+				l.push(nil, p.ns, p.rev, p.first)
 			}
 			var objs []*corev1.Pod
 			for _, n := range tc.snap {
@@ -91,7 +91,7 @@ func TestListenerStartAndPush(t *testing.T) {
 			}
 			l.start(objs, tc.snapRev, tc.listed)
 			for _, p := range tc.late {
-				l.push(p.ns, p.rev, p.first)
+				l.push(nil, p.ns, p.rev, p.first)
 			}
 			if got := render(l); got != tc.want {
 				t.Errorf("queued %q, want %q", got, tc.want)
@@ -114,9 +114,9 @@ func TestListenerRun(t *testing.T) {
 			close(sawB)
 		}
 	}}
-	l := newListener[*corev1.Pod](h, "test", func(error) {})
+	l := newListener[*corev1.Pod](h, "test", func(error) {}, HandlerOptions{})
 	l.start([]*corev1.Pod{lpod("a")}, 1, 1)
-	l.push(adds(false, "b"), 2, false)
+	l.push(nil, adds(false, "b"), 2, false)
 	done := make(chan struct{})
 	go func() { l.run(); close(done) }()
 	<-l.synced

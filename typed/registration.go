@@ -17,6 +17,7 @@ type Registration struct {
 		pending() int64
 		panicCount() int64
 		syncedChan() <-chan struct{}
+		mergedCount() int64
 	}
 }
 
@@ -40,6 +41,10 @@ func (r *Registration) Synced() <-chan struct{} { return r.l.syncedChan() }
 // handled: how far behind it is.
 func (r *Registration) Pending() int64 { return r.l.pending() }
 
+// Merged is the number of notifications a CoalesceByKey buffer merged into
+// another or cancelled out (0 under the other policies).
+func (r *Registration) Merged() int64 { return r.l.mergedCount() }
+
 // Panics is the number of handler calls that panicked.
 func (r *Registration) Panics() int64 { return r.l.panicCount() }
 
@@ -54,6 +59,8 @@ func (b boundListener[T]) panicCount() int64 { return b.panics.Load() }
 
 func (b boundListener[T]) syncedChan() <-chan struct{} { return b.synced }
 
+func (b boundListener[T]) mergedCount() int64 { return b.merged.Load() }
+
 func (b boundListener[T]) waitForSync(ctx context.Context) error {
 	return b.inf.wait(ctx, b.synced, b.stop, b.name)
 }
@@ -61,10 +68,21 @@ func (b boundListener[T]) waitForSync(ctx context.Context) error {
 // AddHandler adds a handler. If the informer already has objects cached, the
 // handler first gets one OnAdd (isInInitialList true) for each, then every
 // later change, each exactly once. It returns ErrStopped after Run has
-// returned.
+// returned. Its buffer is Unbounded: see AddHandlerWithOptions.
 func (inf *Informer[T]) AddHandler(h handler.Handler[T]) (*Registration, error) {
+	return inf.AddHandlerWithOptions(h, HandlerOptions{})
+}
+
+// AddHandlerWithOptions adds a handler as AddHandler does, with a name and
+// a buffer policy of its own (see BufferPolicy). Under CoalesceByKey the
+// handler may get fewer calls than there were changes, never a call out of
+// order for a key, and always each key's final state.
+func (inf *Informer[T]) AddHandlerWithOptions(h handler.Handler[T], opts HandlerOptions) (*Registration, error) {
 	if h == nil {
 		return nil, fmt.Errorf("typed: informer %s: AddHandler: nil handler", inf.name)
+	}
+	if opts.Buffer > CoalesceByKey {
+		return nil, fmt.Errorf("typed: informer %s: AddHandler: unknown buffer policy %d", inf.name, opts.Buffer)
 	}
 	inf.mu.Lock()
 	if inf.state == stopped {
@@ -72,7 +90,11 @@ func (inf *Informer[T]) AddHandler(h handler.Handler[T]) (*Registration, error) 
 		return nil, ErrStopped
 	}
 	inf.nextID++
-	l := newListener(h, fmt.Sprintf("%s#%d", inf.name, inf.nextID), inf.handleError)
+	name := opts.Name
+	if name == "" {
+		name = fmt.Sprintf("%s#%d", inf.name, inf.nextID)
+	}
+	l := newListener(h, name, inf.handleError, opts)
 	hs := append(slices.Clone(*inf.handlers.Load()), l)
 	inf.handlers.Store(&hs)
 	reg := &Registration{l: boundListener[T]{listener: l, inf: inf}}

@@ -1,0 +1,184 @@
+package typed
+
+import (
+	"github.com/typedinformer/informer/cache"
+)
+
+// BufferPolicy says what a handler's buffer of pending notifications does
+// while the handler lags behind the informer.
+type BufferPolicy uint8
+
+const (
+	// Unbounded keeps every notification until the handler takes it, as
+	// client-go's informers do: a handler that stalls makes its buffer
+	// grow with every change.
+	Unbounded BufferPolicy = iota
+	// Block bounds the pending notifications at HandlerOptions.Size: while
+	// the handler has that many pending, the informer's writer waits, the
+	// cache stops moving, and the informer's queue then holds the watch
+	// back (back-pressure onto the source). Every handler of the informer,
+	// and every reader of its cache, waits for the slowest Block handler;
+	// a Block handler must not wait for the cache to move (for example
+	// with WaitForResourceVersion) inside its callbacks.
+	Block
+	// CoalesceByKey keeps at most one pending notification per key, so a
+	// lagging handler holds at most as many as the cache has objects and
+	// still ends on every key's final state. A new notification for a key
+	// with one pending merges into it: Add then Update is an Add of the
+	// newer object; Update then Update is one Update from the older old
+	// to the newer new; anything then Delete is a Delete, and Add then
+	// Delete is nothing; Delete then Add is an Update from the deleted
+	// object to the new one. Registration.Merged counts the notifications
+	// merged away.
+	CoalesceByKey
+)
+
+// String returns the policy's name.
+func (p BufferPolicy) String() string {
+	switch p {
+	case Unbounded:
+		return "Unbounded"
+	case Block:
+		return "Block"
+	case CoalesceByKey:
+		return "CoalesceByKey"
+	}
+	return "BufferPolicy(?)"
+}
+
+// DefaultBufferSize is the bound of a Block buffer when HandlerOptions.Size
+// is 0.
+const DefaultBufferSize = 1000
+
+// HandlerOptions configure [Informer.AddHandlerWithOptions]. The zero value
+// is AddHandler's: an Unbounded buffer and a generated name.
+type HandlerOptions struct {
+	// Name names the handler in errors; default "<informer>#<n>".
+	Name string
+	// Buffer is the buffer's policy while the handler lags.
+	Buffer BufferPolicy
+	// Size is the bound of a Block buffer (DefaultBufferSize if 0); the
+	// writer waits while that many notifications are pending, so at most
+	// Size plus one batch are pending, and one more batch is being
+	// handled. It does not apply to the other policies.
+	Size int
+}
+
+// addLocked queues n, merging it into the key's pending notification under
+// CoalesceByKey.
+func (l *listener[T]) addLocked(n notification[T]) {
+	if l.pending == nil || n.kind == notifySynced {
+		l.buf = append(l.buf, n)
+		l.depth.Add(1)
+		return
+	}
+	i, ok := l.pending[n.key]
+	if !ok {
+		l.pending[n.key] = len(l.buf)
+		l.buf = append(l.buf, n)
+		l.depth.Add(1)
+		return
+	}
+	l.merged.Add(1)
+	if !merge(&l.buf[i], n) {
+		// The two cancel out: nothing is pending for the key.
+		l.buf[i] = notification[T]{}
+		delete(l.pending, n.key)
+		l.merged.Add(1)
+		l.depth.Add(-1)
+		l.dead++
+		if l.dead > 64 && 2*l.dead > len(l.buf)-l.head {
+			l.compactLocked()
+		}
+	}
+}
+
+// merge folds n into the pending notification p of the same key, and
+// reports false if the two cancel out (an Add, then a Delete).
+func merge[T cache.Object](p *notification[T], n notification[T]) bool {
+	var zero T
+	switch n.kind {
+	case notifyDelete:
+		if p.kind == notifyAdd {
+			return false
+		}
+		*p = n
+	case notifyAdd:
+		if p.kind == notifyDelete {
+			// Gone and back: the handler had p.obj before the Delete.
+			*p = notification[T]{kind: notifyUpdate, key: n.key, old: p.obj, obj: n.obj}
+			return true
+		}
+		p.obj = n.obj
+	case notifyUpdate:
+		switch p.kind {
+		case notifyAdd, notifyUpdate: // keeps the oldest old, and initial
+			p.obj = n.obj
+		default:
+			*p = n
+		}
+	}
+	if p.kind != notifyUpdate {
+		p.old = zero
+	}
+	return true
+}
+
+// compactLocked drops the cancelled entries of buf and reindexes it.
+func (l *listener[T]) compactLocked() {
+	out := l.buf[:0]
+	for _, n := range l.buf[l.head:] {
+		if n.kind != 0 {
+			if n.kind != notifySynced {
+				l.pending[n.key] = len(out)
+			}
+			out = append(out, n)
+		}
+	}
+	clear(l.buf[len(out):])
+	l.buf, l.dead, l.head = out, 0, 0
+}
+
+// runCoalesced is run for CoalesceByKey: it takes one notification at a
+// time, so that everything the handler has not started on stays pending
+// and keeps merging.
+func (l *listener[T]) runCoalesced() {
+	for {
+		l.mu.Lock()
+		for l.head < len(l.buf) && l.buf[l.head].kind == 0 {
+			l.head++
+			l.dead--
+		}
+		if l.head == len(l.buf) {
+			clear(l.buf)
+			l.buf, l.head, l.dead = shrink(l.buf), 0, 0
+			l.mu.Unlock()
+			select {
+			case <-l.stop:
+				return
+			case <-l.wake:
+			}
+			continue
+		}
+		n := l.buf[l.head]
+		l.buf[l.head] = notification[T]{}
+		l.head++
+		if n.kind != notifySynced {
+			delete(l.pending, n.key)
+		}
+		l.mu.Unlock()
+		if l.removed.Load() {
+			return
+		}
+		if n.kind == notifySynced {
+			close(l.synced)
+			continue
+		}
+		l.call(&n)
+		l.depth.Add(-1)
+	}
+}
+
+// takenLocked is called when run takes the whole buffer; a CoalesceByKey
+// listener takes one notification at a time instead (runCoalesced).
+func (l *listener[T]) takenLocked() {}

@@ -1,0 +1,141 @@
+package typed_test
+
+import (
+	"fmt"
+	"maps"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/fifo"
+	"github.com/typedinformer/informer/handler"
+	it "github.com/typedinformer/informer/internal/informertest"
+	"github.com/typedinformer/informer/source/sourcetest"
+	"github.com/typedinformer/informer/typed"
+)
+
+// gated delegates every call to h once gate is closed: a handler stalled
+// until the test lets it go.
+type gated[T any] struct {
+	h    handler.Handler[*corev1.Pod]
+	gate chan struct{}
+}
+
+func (g gated[T]) OnAdd(p *corev1.Pod, initial bool) { <-g.gate; g.h.OnAdd(p, initial) }
+func (g gated[T]) OnUpdate(old, cur *corev1.Pod)     { <-g.gate; g.h.OnUpdate(old, cur) }
+func (g gated[T]) OnDelete(d handler.Deleted[*corev1.Pod]) {
+	<-g.gate
+	g.h.OnDelete(d)
+}
+
+// updateAll makes n updates, round robin over the fake's objects, and
+// returns the fake's resourceVersion after the last.
+func updateAll(t *testing.T, fake *sourcetest.Fake[*corev1.Pod], objs []*corev1.Pod, n int) string {
+	t.Helper()
+	cur := make([]*corev1.Pod, len(objs))
+	for i, o := range objs {
+		var err error
+		if cur[i], err = fake.Get(cache.KeyOf(o)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		p := cur[i%len(cur)].DeepCopy()
+		p.Labels = map[string]string{"n": fmt.Sprint(i)}
+		var err error
+		if cur[i%len(cur)], err = fake.Update(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fake.ResourceVersion()
+}
+
+// TestStalledHandlerCoalescesByKey: a handler stalled through the initial
+// list of 10k objects and 200k updates of them holds at most one pending
+// notification per object under CoalesceByKey, and once it goes on it ends
+// on every key's final state, each call consistent with the ones before
+// (the recorder checks I2-I4).
+func TestStalledHandlerCoalescesByKey(t *testing.T) {
+	const objects, events = 10000, 200000
+	objs := it.Pods(objects)
+	fake := fakeOf(sourcetest.FakeOptions[*corev1.Pod]{}, objs...)
+	inf := mustInformer(t, fake, typed.Options[*corev1.Pod]{})
+	rec := it.NewRecorder()
+	gate := make(chan struct{})
+	reg, err := inf.AddHandlerWithOptions(gated[any]{h: rec.Handler(), gate: gate}, typed.HandlerOptions{Buffer: typed.CoalesceByKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it.Run(t, inf)
+	if err := inf.WaitForSync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	rv := updateAll(t, fake, objs, events)
+	it.Eventually(t, "the cache has every update", func() bool { return inf.LastSyncResourceVersion() == rv })
+	// One notification is in the stalled call; the rest pending, one per key.
+	if p := reg.Pending(); p > objects+1 {
+		t.Errorf("%d notifications pending for %d objects, want at most one per object", p, objects)
+	}
+	if m := reg.Merged(); m < events-objects {
+		t.Errorf("Merged = %d, want at least %d", m, events-objects)
+	}
+	t.Logf("stalled through %d events on %d objects: %d pending, %d merged", events+objects, objects, reg.Pending(), reg.Merged())
+	close(gate)
+	want := it.StateOf(inf.Store().List())
+	it.Eventually(t, "the handler ends on every key's final state", func() bool { return maps.Equal(want, rec.Replay()) })
+	rec.Check(t, want)
+}
+
+// TestBlockHoldsTheWriter: under Block the pending notifications stay
+// within the bound plus one batch while the handler stalls (the writer
+// waits, and the cache with it); once it goes on, the handler gets every
+// change, unmerged.
+func TestBlockHoldsTheWriter(t *testing.T) {
+	const objects, events, size = 100, 3000, 50
+	objs := it.Pods(objects)
+	fake := fakeOf(sourcetest.FakeOptions[*corev1.Pod]{}, objs...)
+	inf := mustInformer(t, fake, typed.Options[*corev1.Pod]{})
+	rec := it.NewRecorder()
+	gate := make(chan struct{})
+	var updates atomic.Int64
+	counting := handler.Funcs[*corev1.Pod]{
+		AddFunc:    rec.Handler().OnAdd,
+		UpdateFunc: func(old, cur *corev1.Pod) { updates.Add(1); rec.Handler().OnUpdate(old, cur) },
+		DeleteFunc: rec.Handler().OnDelete,
+	}
+	reg, err := inf.AddHandlerWithOptions(gated[any]{h: counting, gate: gate}, typed.HandlerOptions{Buffer: typed.Block, Size: size})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it.Run(t, inf)
+	if err := inf.WaitForSync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	rv := updateAll(t, fake, objs, events)
+	it.Eventually(t, "the writer waits", func() bool { return reg.Pending() >= size })
+	if p := reg.Pending(); p > size+fifo.DefaultMaxBatch+objects+1 {
+		t.Errorf("%d notifications pending, want at most %d plus a batch", p, size)
+	}
+	// The cache waits with the writer (the queue, not yet applied, may
+	// hold every event: the reflector's resourceVersion moves on).
+	last := objs[(events-1)%objects]
+	lastApplied := func() bool {
+		p, ok := inf.Store().Get(last)
+		return ok && p.Labels["n"] == fmt.Sprint(events-1)
+	}
+	if lastApplied() {
+		t.Errorf("the cache has the last update while its Block handler stalls (%d pending)", reg.Pending())
+	}
+	close(gate)
+	it.Eventually(t, "the cache has every update", func() bool { return inf.LastSyncResourceVersion() == rv && lastApplied() })
+	it.Eventually(t, "the handler got every update", func() bool { return updates.Load() == events })
+	want := it.StateOf(inf.Store().List())
+	it.Eventually(t, "the handler ends on every key's final state", func() bool { return maps.Equal(want, rec.Replay()) })
+	rec.Check(t, want)
+	if m := reg.Merged(); m != 0 {
+		t.Errorf("Merged = %d under Block, want 0", m)
+	}
+
+}
