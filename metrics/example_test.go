@@ -72,7 +72,7 @@ func Example() {
 	m.mu.Lock()
 	m.states["shop-pods"](&s)
 	m.mu.Unlock()
-	fmt.Printf("synced=%v watchLists=%d resourceVersion=%s\n", s.Synced, s.WatchLists, s.ResourceVersion)
+	fmt.Printf("synced=%v watchLists=%d handlers=%d\n", s.Synced, s.WatchLists, len(s.Handlers))
 
 	cancel()
 	if err := <-done; err != nil {
@@ -82,7 +82,7 @@ func Example() {
 	fmt.Printf("lists applied=%d, registered after Run=%d\n", m.listed, len(m.states))
 	m.mu.Unlock()
 	// Output:
-	// synced=true watchLists=1 resourceVersion=101
+	// synced=true watchLists=1 handlers=0
 	// lists applied=1, registered after Run=0
 }
 

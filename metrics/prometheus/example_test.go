@@ -67,14 +67,14 @@ func ExampleNew() {
 	if err := inf.WaitForSync(ctx); err != nil {
 		fmt.Println(err)
 	}
-	printMetrics(reg, "informer_synced", "informer_watch_lists_total", "informer_store_resource_version", "informer_last_sync_error")
+	printMetrics(reg, "informer_synced", "informer_lists_total", "informer_watch_lists_total", "informer_last_sync_error")
 	cancel()
 	if err := <-done; err != nil {
 		fmt.Println(err)
 	}
 	// Output:
 	// informer_last_sync_error{group="",name="pods",resource="pods",version=""} 0
-	// informer_store_resource_version{group="",name="pods",resource="pods",version=""} 102
+	// informer_lists_total{group="",name="pods",resource="pods",version=""} 0
 	// informer_synced{group="",name="pods",resource="pods",version=""} 1
 	// informer_watch_lists_total{group="",name="pods",resource="pods",version=""} 1
 }
