@@ -69,7 +69,8 @@ func (f Func) Reconcile(ctx context.Context, key cache.Key) error { return f(ctx
 // documents its default.
 type Options[T cache.Object] struct {
 	// Workers is how many keys are reconciled at the same time, never the
-	// same key twice at once. Default: DefaultWorkers (1).
+	// same key twice at once; with more than one, Reconcile must be safe
+	// for concurrent calls on different keys. Default: DefaultWorkers (1).
 	Workers int
 	// RateLimiter says how long a failed key waits before its retry.
 	// Default: workqueue.DefaultTypedControllerRateLimiter (per key 5ms
@@ -119,6 +120,8 @@ type KeyError struct {
 	Err error
 }
 
+// Error names the key, the attempt and the error, and says whether the
+// key was dropped.
 func (e *KeyError) Error() string {
 	if e.Dropped {
 		return fmt.Sprintf("reconcile %v: dropped after %d attempts: %v", e.Key, e.Attempts, e.Err)
