@@ -13,6 +13,7 @@ import (
 type applier[T cache.Object] struct {
 	inf     *Informer[T]
 	done    <-chan struct{} // the run's end: a push waiting for room gives up
+	seen    string          // the resourceVersion the batch's changes bring the cache to
 	changes []cache.Change[T]
 	notes   []notification[T]
 	synced  bool // the first list is applied
@@ -36,6 +37,10 @@ func (a *applier[T]) run(ctx context.Context) error {
 			a.take(&ds[i])
 		}
 		a.flush()
+		if a.seen != "" {
+			a.inf.observe(a.seen)
+			a.seen = ""
+		}
 		a.inf.batchDone(start, ds)
 	}
 	return nil
@@ -51,6 +56,7 @@ func (a *applier[T]) take(d *fifo.Delta[T]) {
 			return
 		}
 		a.changes = append(a.changes, cache.Change[T]{Entry: d.Entry, Delete: d.Type == fifo.Deleted})
+		a.seen = d.Object.GetResourceVersion()
 	case fifo.ReplaceStart:
 		a.flush()
 		a.startList()
@@ -66,6 +72,11 @@ func (a *applier[T]) take(d *fifo.Delta[T]) {
 			a.startList() // an empty list without its start
 		}
 		a.applyList()
+		a.seen = d.ResourceVersion
+	case fifo.Bookmark:
+		if !a.listing {
+			a.seen = d.ResourceVersion
+		}
 	case fifo.Sync:
 		a.flush()
 		a.resync()

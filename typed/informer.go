@@ -72,6 +72,7 @@ type Informer[T cache.Object] struct {
 	// listedRev is the store revision of the first list, 0 until then.
 	listedRev atomic.Uint64
 	synced    chan struct{} // closed by the writer once the first list is applied
+	seen      observed      // the resourceVersion the cache has caught up with
 	done      chan struct{} // closed when Run returns
 	errs      chan error    // errors found by the writer, reported by Run
 	logger    atomic.Pointer[klog.Logger]
