@@ -113,6 +113,9 @@ type Handler struct {
 	Pending int64
 	// Panics counts the handler's calls that panicked.
 	Panics int64
+	// Merged counts the notifications a coalescing buffer merged into
+	// another or cancelled out (typed.CoalesceByKey).
+	Merged int64
 }
 
 // Discard is a Metrics that reports nothing. An informer with nil

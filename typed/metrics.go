@@ -56,7 +56,7 @@ func (inf *Informer[T]) metricsState(s *metrics.Snapshot) {
 	inf.mu.Lock()
 	defer inf.mu.Unlock()
 	for reg, l := range inf.regs {
-		s.Handlers = append(s.Handlers, metrics.Handler{Name: l.name, Pending: reg.Pending(), Panics: reg.Panics()})
+		s.Handlers = append(s.Handlers, metrics.Handler{Name: l.name, Pending: reg.Pending(), Panics: reg.Panics(), Merged: reg.Merged()})
 	}
 }
 

@@ -34,6 +34,8 @@ var (
 		"Notifications waiting for the handler.", handlerLabels, nil)
 	panicsDesc = prometheus.NewDesc("informer_handler_panics_total",
 		"Calls of the handler that panicked.", handlerLabels, nil)
+	mergedDesc = prometheus.NewDesc("informer_handler_merged_total",
+		"Notifications the handler's coalescing buffer merged into another or cancelled out.", handlerLabels, nil)
 )
 
 // stateCollector reads every registered informer's state at collection.
@@ -42,7 +44,7 @@ type stateCollector struct{ m *Metrics }
 // Describe implements prometheus.Collector.
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{queuedItemsDesc, storeRVDesc, syncedDesc, listsDesc, watchListsDesc,
-		relistsDesc, watchesDesc, restartsDesc, lastErrorDesc, sinceEventDesc, pendingDesc, panicsDesc} {
+		relistsDesc, watchesDesc, restartsDesc, lastErrorDesc, sinceEventDesc, pendingDesc, panicsDesc, mergedDesc} {
 		ch <- d
 	}
 }
@@ -85,6 +87,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 			hl := append(lv[:4:4], h.Name)
 			ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(h.Pending), hl...)
 			ch <- prometheus.MustNewConstMetric(panicsDesc, prometheus.CounterValue, float64(h.Panics), hl...)
+			ch <- prometheus.MustNewConstMetric(mergedDesc, prometheus.CounterValue, float64(h.Merged), hl...)
 		}
 	}
 }

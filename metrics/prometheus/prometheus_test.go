@@ -145,7 +145,8 @@ func TestScriptedRun(t *testing.T) {
 			pods("informer_watches_total"): 1, pods("informer_watch_restarts_total"): 0,
 			pods("informer_last_sync_error"): 0, pods("informer_seconds_since_last_event"): 0,
 			pods("informer_handler_pending", "handler=pods#1"): 0, pods("informer_handler_panics_total", "handler=pods#1"): 0,
-			pods("informer_processing_latency_seconds_count"): 1, pods("informer_processing_latency_seconds_sum"): 0,
+			pods("informer_handler_merged_total", "handler=pods#1"): 0,
+			pods("informer_processing_latency_seconds_count"):       1, pods("informer_processing_latency_seconds_sum"): 0,
 		}
 		for _, typ := range []string{"ADDED", "MODIFIED", "DELETED", "BOOKMARK"} {
 			want[pods("informer_watch_events_total", "type="+typ)] = 0
@@ -303,4 +304,60 @@ func TestNew(t *testing.T) {
 	if _, err := promadapter.New(prometheus.NewRegistry(), promadapter.Options{}); err != nil {
 		t.Errorf("New on a fresh registry: %v", err)
 	}
+}
+
+// TestHandlerGauges checks a stalled handler's pending and merged
+// notifications under CoalesceByKey: updates of one key while the handler
+// is stuck on the first are merged into one pending notification.
+func TestHandlerGauges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		registry := prometheus.NewRegistry()
+		m, err := promadapter.New(registry, promadapter.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := it.Pods(1)[0]
+		fake := sourcetest.NewFake(sourcetest.FakeOptions[*corev1.Pod]{Resource: schema.GroupResource{Resource: "pods"}, Objects: []*corev1.Pod{p}})
+		inf, err := typed.NewInformer(fake, typed.Options[*corev1.Pod]{Name: "pods", Metrics: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gate := make(chan struct{})
+		reg, err := inf.AddHandlerWithOptions(handler.Funcs[*corev1.Pod]{UpdateFunc: func(_, _ *corev1.Pod) { <-gate }},
+			typed.HandlerOptions{Name: "slow", Buffer: typed.CoalesceByKey})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := it.Run(t, inf)
+		defer stop()
+		if err := typed.WaitForCacheSync(t.Context(), inf, reg); err != nil { // the initial Add is handled
+			t.Fatal(err)
+		}
+		gauges := func() map[string]float64 {
+			return gather(t, registry, "informer_handler_")
+		}
+		want := func(pending, merged float64) map[string]float64 {
+			return map[string]float64{
+				pods("informer_handler_pending", "handler=slow"):      pending,
+				pods("informer_handler_merged_total", "handler=slow"): merged,
+				pods("informer_handler_panics_total", "handler=slow"): 0,
+			}
+		}
+		for i, w := range []map[string]float64{want(1, 0), want(2, 0), want(2, 1), want(2, 2)} {
+			// The first update keeps the handler busy (pending until it
+			// returns); the next ones wait, merged into one.
+			if _, err := fake.Update(it.Pod(p.Namespace, p.Name, map[string]string{"n": fmt.Sprint(i)})); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+			if diff := cmp.Diff(w, gauges()); diff != "" {
+				t.Errorf("after update %d (-want +got):\n%s", i+1, diff)
+			}
+		}
+		close(gate)
+		synctest.Wait()
+		if diff := cmp.Diff(want(0, 2), gauges()); diff != "" {
+			t.Errorf("after the handler caught up (-want +got):\n%s", diff)
+		}
+	})
 }
