@@ -8,8 +8,8 @@
 //
 // Most of what an informer can report is already kept by the informer:
 // counters of lists, relists, watches and events, the last error, the queue
-// length, the resourceVersion, each handler's pending notifications and
-// panics. An implementation reads those when it is collected, through the
+// length, the resourceVersion, each handler's pending, merged and panicked
+// notifications. An implementation reads those when it is collected, through the
 // [State] function it gets in [Metrics.Register], so the informer does no
 // work for them between collections. The informer pushes only what it
 // keeps nowhere: how long each batch took to apply, the watch events of
