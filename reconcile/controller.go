@@ -200,8 +200,10 @@ func New[T cache.Object](inf *typed.Informer[T], r Reconciler, opts Options[T]) 
 // the queue shut down, so no new key starts; reconciles in progress
 // finish (their context is canceled after Options.DrainTimeout, and
 // ErrDrainTimeout reported); keys still queued are dropped. Run then
-// returns nil. No goroutine it started outlives it. Run returns ErrRan
-// when called again.
+// returns nil. If the informer stops while ctx is live, Run drains the
+// same way and returns an error wrapping typed.ErrStopped: its cache will
+// not change any more. No goroutine Run started outlives it. Run returns
+// ErrRan when called again.
 func (c *Controller[T]) Run(ctx context.Context) error {
 	if c.ran.Swap(true) {
 		return ErrRan
@@ -246,7 +248,14 @@ func (c *Controller[T]) Run(ctx context.Context) error {
 	for range c.opts.Workers {
 		workers.Go(func() { c.work(rctx, q) })
 	}
-	<-ctx.Done()
+	var result error
+	select {
+	case <-ctx.Done():
+	case <-c.inf.Stopped():
+		if ctx.Err() == nil { // stopped on its own, not by a shared ctx
+			result = fmt.Errorf("reconcile: %w: nothing more will change", typed.ErrStopped)
+		}
+	}
 
 	c.stopping.Store(true)
 	stopHandler()
@@ -262,7 +271,7 @@ func (c *Controller[T]) Run(ctx context.Context) error {
 		cancel()
 		<-done
 	}
-	return nil
+	return result
 }
 
 // Len returns the number of keys waiting for a worker, not counting keys

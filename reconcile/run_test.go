@@ -213,3 +213,24 @@ func TestWorkqueueMetrics(t *testing.T) {
 		})
 	}
 }
+
+// TestInformerStops stops the informer under a running controller: Run
+// drains and says so with typed.ErrStopped.
+func TestInformerStops(t *testing.T) {
+	leakcheck.Check(t)
+	synctest.Test(t, func(t *testing.T) {
+		rec := newRecorder(nil)
+		e := newEnv(t, pods(3), typed.Options[*corev1.Pod]{}, rec, reconcile.Options[*corev1.Pod]{})
+		stopInformer := e.runInformer(t)
+		done := make(chan error, 1)
+		go func() { done <- e.ctrl.Run(t.Context()) }()
+		synctest.Wait()
+		stopInformer()
+		if err := <-done; !errors.Is(err, typed.ErrStopped) {
+			t.Errorf("Run = %v after the informer stopped, want typed.ErrStopped", err)
+		}
+		if got := len(rec.snapshot()); got != 3 {
+			t.Errorf("%d reconciles, want 3", got)
+		}
+	})
+}
