@@ -102,11 +102,18 @@ func merge[T cache.Object](p *notification[T], n notification[T]) bool {
 		if p.kind == notifyAdd {
 			return false
 		}
+		had := p.old // an Update's old: what the handler holds
 		*p = n
+		p.old = had // kept for a Delete then Add, unused by the Delete
+		return true
 	case notifyAdd:
 		if p.kind == notifyDelete {
-			// Gone and back: the handler had p.obj before the Delete.
-			*p = notification[T]{kind: notifyUpdate, key: n.key, old: p.obj, obj: n.obj}
+			// Gone and back: an Update from what the handler holds.
+			had := p.old
+			if had == zero {
+				had = p.obj
+			}
+			*p = notification[T]{kind: notifyUpdate, key: n.key, old: had, obj: n.obj}
 			return true
 		}
 		p.obj = n.obj

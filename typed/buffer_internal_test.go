@@ -43,6 +43,7 @@ func TestCoalesceMerges(t *testing.T) {
 		{"add, update, delete", []notification[*corev1.Pod]{add("1", false), upd("1", "2"), del("3", false)}, "", 3},
 		{"delete, add", []notification[*corev1.Pod]{del("1", false), add("2", false)}, "update 1->2", 1},
 		{"add, delete, add", []notification[*corev1.Pod]{add("1", false), del("2", false), add("3", false)}, "add 3", 2},
+		{"update, delete, add", []notification[*corev1.Pod]{upd("1", "2"), del("3", false), add("4", false)}, "update 1->4", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newListener[*corev1.Pod](handler.Funcs[*corev1.Pod]{}, "test", func(error) {}, HandlerOptions{Buffer: CoalesceByKey})
