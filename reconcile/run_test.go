@@ -112,6 +112,7 @@ func TestRunTwice(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, pods(1), typed.Options[*corev1.Pod]{}, newRecorder(nil), reconcile.Options[*corev1.Pod]{})
 		e.start(t)
+		synctest.Wait() // the first Run has started: it waits for ctx
 		if err := e.ctrl.Run(t.Context()); !errors.Is(err, reconcile.ErrRan) {
 			t.Errorf("second Run = %v, want ErrRan", err)
 		}
