@@ -39,6 +39,7 @@ type config struct {
 	churn      time.Duration
 	workers    int
 	verbose    bool
+	debugAddr  string
 }
 
 func main() {
@@ -51,6 +52,7 @@ func main() {
 	flag.DurationVar(&c.churn, "churn", 20*time.Millisecond, "simulated cluster: interval between pod changes")
 	flag.IntVar(&c.workers, "workers", 2, "reconcile workers")
 	flag.BoolVar(&c.verbose, "v", false, "log every event, not a sample")
+	flag.StringVar(&c.debugAddr, "debug-addr", "127.0.0.1:8081", "serve /readyz and /debug/informers here (a private address; empty: off)")
 	flag.Parse()
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "podwatch:", err)
@@ -116,5 +118,8 @@ func runWith(c config, ctrl *controller, sim *simulation) error {
 		g.Go(func() error { sim.churn(ctx, c.churn); return nil })
 	}
 	g.Go(func() error { return ctrl.run(ctx) })
+	if c.debugAddr != "" {
+		g.Go(func() error { return serveDebug(ctx, c.debugAddr, ctrl) })
+	}
 	return g.Wait()
 }
