@@ -159,6 +159,9 @@ func TestRelistIsAtomic(t *testing.T) {
 		for i, r := range readers {
 			report(t, r.name, &counts[i])
 		}
+		// The handler runs on its own goroutine and may still be on its
+		// way to the first relist notification.
+		it.Eventually(t, "the handler heard of the relist", func() bool { return seenAtFirstDelete.Load() != nil })
 		if got, want := seenAtFirstDelete.Load(), fmt.Sprint(n/2, n/2); got != want {
 			t.Errorf("store at the first relist notification = %v, want %v: handlers heard of the relist before the swap", got, want)
 		}
