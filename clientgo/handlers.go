@@ -2,7 +2,6 @@ package clientgo
 
 import (
 	"context"
-	"sync/atomic"
 
 	clientcache "k8s.io/client-go/tools/cache"
 
@@ -44,7 +43,6 @@ type registration[T cache.Object] struct {
 	view    *view[T]
 	reg     *typed.Registration
 	checker syncChecker
-	removed atomic.Bool
 }
 
 // HasSynced reports whether the handler has been called for every object

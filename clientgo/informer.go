@@ -143,7 +143,6 @@ func (v *view[T]) RemoveEventHandler(handle clientcache.ResourceEventHandlerRegi
 	if r.view != v {
 		return nil
 	}
-	r.removed.Store(true)
 	if err := v.inf.RemoveHandler(r.reg); err != nil && !errors.Is(err, typed.ErrUnknownHandler) {
 		return fmt.Errorf("clientgo: %w", err)
 	}

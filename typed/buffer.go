@@ -185,7 +185,3 @@ func (l *listener[T]) runCoalesced() {
 		l.depth.Add(-1)
 	}
 }
-
-// takenLocked is called when run takes the whole buffer; a CoalesceByKey
-// listener takes one notification at a time instead (runCoalesced).
-func (l *listener[T]) takenLocked() {}

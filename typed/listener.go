@@ -187,7 +187,6 @@ func (l *listener[T]) run() {
 		l.mu.Lock()
 		batch := l.buf
 		l.buf = l.spare[:0]
-		l.takenLocked()
 		l.mu.Unlock()
 		select {
 		case l.room <- struct{}{}:
