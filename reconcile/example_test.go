@@ -50,7 +50,9 @@ func ExampleNew() {
 	g.Go(func() error { return inf.Run(ctx) })
 	g.Go(func() error { return ctrl.Run(ctx) })
 	fmt.Println("stopped:", g.Wait())
-	// Output:
+	// Keys come in the order the cache hands them out, which is not fixed.
+
+	// Unordered output:
 	// reconcile shop/web-0: on node-1
 	// reconcile shop/web-1: on node-2
 	// stopped: <nil>
