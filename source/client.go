@@ -157,7 +157,7 @@ func (s *runtimeSource[T]) List(ctx context.Context, opts metav1.ListOptions) (L
 	if err != nil {
 		return List[T]{}, &Error{Phase: PhaseList, Err: fmt.Errorf("%w: %T is not a list: %w", ErrWrongType, obj, err)}
 	}
-	out := List[T]{ResourceVersion: lm.GetResourceVersion(), Continue: lm.GetContinue()}
+	out := List[T]{ResourceVersion: lm.GetResourceVersion(), Continue: lm.GetContinue(), ShardInfo: shardInfoOf(obj)}
 	out.Items = make([]T, 0, meta.LenList(obj))
 	err = meta.EachListItemWithAlloc(obj, func(item runtime.Object) error {
 		t, err := As[T](item)

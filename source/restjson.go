@@ -60,7 +60,7 @@ func (s *restSource[T]) List(ctx context.Context, opts metav1.ListOptions) (List
 			return List[T]{}, &Error{Phase: PhaseList, Err: fmt.Errorf("item %d: %w", i, err)}
 		}
 	}
-	return List[T]{Items: l.Items, ResourceVersion: l.Metadata.ResourceVersion, Continue: l.Metadata.Continue}, nil
+	return List[T]{Items: l.Items, ResourceVersion: l.Metadata.ResourceVersion, Continue: l.Metadata.Continue, ShardInfo: l.Metadata.ShardInfo}, nil
 }
 
 // check refuses a nil object or one of another kind, and clears the kind

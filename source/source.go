@@ -32,6 +32,10 @@ type List[T cache.Object] struct {
 	ResourceVersion string
 	// Continue is the token for the next page; empty on the last page.
 	Continue string
+	// ShardInfo is the server's echo of the request's shard selector
+	// (metav1.ListMeta.ShardInfo): nil if the request had none, or if the
+	// server did not apply it.
+	ShardInfo *metav1.ShardInfo
 }
 
 // Event is one watch event: ADDED, MODIFIED or DELETED with the object, or

@@ -131,6 +131,7 @@ func NewInformer[T cache.Object](src source.Source[T], opts Options[T]) (*Inform
 		MinWatchTimeout: opts.MinWatchTimeout,
 		Prepare:         inf.prepare,
 		Tweak:           tweak,
+		Shard:           reflectorShard[T](opts.Shard),
 	})
 	return inf, nil
 }

@@ -72,4 +72,8 @@ type Options[T cache.Object] struct {
 	// metrics; metrics/prometheus exports them). Default: nil, none are
 	// reported and the informer does no work for them.
 	Metrics metrics.Metrics
+	// Shard, if set, restricts the informer to one shard of the resource
+	// (see Shard; package sharding makes them). Default: nil, every
+	// object.
+	Shard Shard
 }

@@ -173,6 +173,8 @@ type Status struct {
 	LastEventTime time.Time
 	// Stats are the informer's counters.
 	Stats Stats
+	// Shard is the state of Options.Shard; zero without one.
+	Shard ShardStatus
 }
 
 // Stats counts what an informer did with its source.
@@ -195,5 +197,5 @@ type Stats struct {
 func (inf *Informer[T]) Status() Status {
 	s := inf.refl.Status()
 	return Status{LastError: s.LastError, LastErrorTime: s.LastErrorTime, StaleSince: s.StaleSince,
-		LastEventTime: inf.lastEventTime(), Stats: Stats(s.Stats)}
+		LastEventTime: inf.lastEventTime(), Stats: Stats(s.Stats), Shard: ShardStatus(s.Shard)}
 }

@@ -86,7 +86,7 @@ func (r *Reflector[T]) listPages(ctx context.Context, rv string) (string, error)
 		if err != nil {
 			return "", err
 		}
-		if err := r.pushItems(page.Items); err != nil {
+		if err := r.pushItems(r.shardPage(ctx, page.Items, page.ShardInfo, opts.Continue == "")); err != nil {
 			return "", err
 		}
 		if page.Continue == "" {

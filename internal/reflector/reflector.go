@@ -65,6 +65,15 @@ type Options[T cache.Object] struct {
 	// Default: the entry of the object's key, refusing nil and nameless
 	// objects.
 	Prepare func(t fifo.DeltaType, obj T) (cache.Entry[T], error)
+	// WatchIdleTimeout, if positive, stops a watch that delivers neither
+	// an event nor a bookmark for that long, once the source has sent a
+	// periodic bookmark (a server that sends none is never timed out),
+	// and watches again from the last resourceVersion: a stalled
+	// connection is given up without a relist. Default: 0, off.
+	WatchIdleTimeout time.Duration
+	// Shard, if set, restricts the reflector to one shard (see Shard).
+	// Default: nil, the whole resource.
+	Shard *Shard[T]
 }
 
 // Stats counts what the reflector did.
@@ -81,6 +90,8 @@ type Stats struct {
 	Events, Bookmarks int
 	// Errors counts list and watch errors recovered from.
 	Errors int
+	// IdleWatches counts watches stopped by the idle timeout.
+	IdleWatches int
 }
 
 // Status is the reflector's view of its source.
@@ -96,6 +107,8 @@ type Status struct {
 	StaleSince time.Time
 	// Stats are the reflector's counters.
 	Stats Stats
+	// Shard is the state of the shard; zero without one.
+	Shard ShardStatus
 }
 
 // Reflector lists and watches a source into a sink.
@@ -121,7 +134,14 @@ type Reflector[T cache.Object] struct {
 	staleSince    time.Time
 	changed       chan struct{} // closed and replaced when the status changes
 
+	current      source.Watcher[T] // the watch being consumed, for Relist; under mu
+	relistWanted bool              // Relist was called; under mu
+	beating      atomic.Bool       // a periodic bookmark arrived: idle watches are stalled
+	idle         atomic.Int64      // watches stopped by the idle timeout
+
 	lists, watches, restarts, watchLists, relists, events, bookmarks, errCount atomic.Int64
+
+	shard shardState
 }
 
 // New returns a reflector that feeds sink from src.
@@ -147,13 +167,14 @@ func New[T cache.Object](src source.Source[T], sink Sink[T], opts Options[T]) *R
 		backoff:     b,
 		initial:     b,
 		errs:        make(chan error, errorBuffer),
-		noWatchList: opts.NoWatchList,
+		noWatchList: opts.NoWatchList || opts.Shard != nil,
 		changed:     make(chan struct{}),
 	}
 }
 
 // request returns opts as Options.Tweak changes them.
 func (r *Reflector[T]) request(opts metav1.ListOptions) metav1.ListOptions {
+	r.shardRequest(&opts)
 	if r.opts.Tweak != nil {
 		r.opts.Tweak(&opts)
 	}
@@ -215,8 +236,9 @@ func (r *Reflector[T]) Status() Status {
 		Stats: Stats{
 			Lists: int(r.lists.Load()), Watches: int(r.watches.Load()), WatchRestarts: int(r.restarts.Load()), WatchLists: int(r.watchLists.Load()),
 			Relists: int(r.relists.Load()), Events: int(r.events.Load()), Bookmarks: int(r.bookmarks.Load()),
-			Errors: int(r.errCount.Load()),
+			Errors: int(r.errCount.Load()), IdleWatches: int(r.idle.Load()),
 		},
+		Shard: r.shardStatus(),
 	}
 }
 

@@ -173,6 +173,10 @@ func (r *Reflector[T]) apply(ev source.Event[T]) error {
 	default:
 		return malformedEvent("event type %q", ev.Type)
 	}
+	if !r.inShard(ev.Object) {
+		r.advance(ev.Object.GetResourceVersion())
+		return nil
+	}
 	e, err := r.opts.Prepare(d.Type, ev.Object)
 	if err != nil {
 		return refused(ev.Object, err)

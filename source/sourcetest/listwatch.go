@@ -40,7 +40,7 @@ func (lw fakeLW[T]) ListWithContext(ctx context.Context, opts metav1.ListOptions
 	if err != nil {
 		return nil, unwrap(err)
 	}
-	out := &metav1.List{ListMeta: metav1.ListMeta{ResourceVersion: l.ResourceVersion, Continue: l.Continue}}
+	out := &metav1.List{ListMeta: metav1.ListMeta{ResourceVersion: l.ResourceVersion, Continue: l.Continue, ShardInfo: l.ShardInfo}}
 	out.Items = make([]runtime.RawExtension, len(l.Items))
 	for i, obj := range l.Items {
 		out.Items[i].Object = obj
