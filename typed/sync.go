@@ -191,6 +191,8 @@ type Stats struct {
 	Events, Bookmarks int
 	// Errors counts list and watch errors recovered from.
 	Errors int
+	// IdleWatches counts watches stopped by Options.WatchIdleTimeout.
+	IdleWatches int
 }
 
 // Status returns the informer's status.

@@ -104,6 +104,10 @@ func (r *Reflector[T]) pushItems(items []T) error {
 	ds := make([]fifo.Delta[T], 0, len(items))
 	for _, obj := range items {
 		e, err := r.opts.Prepare(fifo.Replaced, obj)
+		if err != nil && isLeftOut(obj, err) {
+			ds = append(ds, leftOut(obj))
+			continue
+		}
 		if err != nil {
 			return refused(obj, err)
 		}

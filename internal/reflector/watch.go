@@ -54,6 +54,15 @@ func (r *Reflector[T]) watch(ctx context.Context, w source.Watcher[T]) error {
 		switch {
 		case ctx.Err() != nil:
 			return nil
+		case r.takeRelist():
+			klog.FromContext(ctx).V(2).Info("relist requested; relisting")
+			return nil
+		case errors.Is(err, ErrWatchIdle):
+			// A stalled connection, not an overloaded server: watch again
+			// at once from the same resourceVersion (the stalled watch
+			// lasted the idle timeout, so this is no tight loop).
+			r.idle.Add(1)
+			r.report(ctx, err)
 		case err != nil && (isWriteError(err) || errors.Is(err, errSinkClosed)):
 			return err
 		case err != nil && needsRelist(err):
@@ -132,14 +141,24 @@ func (r *Reflector[T]) canResume() bool {
 // fails, or an object is refused (that error). It returns how many events
 // (bookmarks included) it took.
 func (r *Reflector[T]) consume(ctx context.Context, w source.Watcher[T]) (int, error) {
+	if !r.setCurrent(w) {
+		return 0, nil // Relist was called
+	}
+	defer r.setCurrent(nil)
+	dog := r.newWatchdog(w.Stop)
+	defer dog.stop()
 	for n := 0; ; n++ {
 		ev, err := w.Next(ctx)
 		if err != nil {
+			if err := dog.err(r.LastSyncResourceVersion()); err != nil && ctx.Err() == nil {
+				return n, err
+			}
 			if errors.Is(err, source.ErrWatchClosed) || ctx.Err() != nil {
 				return n, nil
 			}
 			return n, err
 		}
+		dog.progress()
 		if err := r.apply(ev); err != nil {
 			return n, err
 		}
@@ -162,6 +181,7 @@ func (r *Reflector[T]) apply(ev source.Event[T]) error {
 		d.Type = fifo.Deleted
 	case watch.Bookmark:
 		r.bookmarks.Add(1)
+		r.heartbeat()
 		rv := ev.Object.GetResourceVersion()
 		if rv != "" {
 			if err := r.pushOne(fifo.Delta[T]{Type: fifo.Bookmark, ResourceVersion: rv}); err != nil {
@@ -178,10 +198,20 @@ func (r *Reflector[T]) apply(ev source.Event[T]) error {
 		return nil
 	}
 	e, err := r.opts.Prepare(d.Type, ev.Object)
-	if err != nil {
+	switch {
+	case err != nil && isLeftOut(ev.Object, err):
+		d = leftOut(ev.Object)
+	case err != nil:
 		return refused(ev.Object, err)
+	default:
+		d.Entry = e
+		var zero T
+		if e.Object == zero {
+			// A deletion by key alone (Prepare could not take its final
+			// state): the delta carries the event's version.
+			d.ResourceVersion = ev.Object.GetResourceVersion()
+		}
 	}
-	d.Entry = e
 	if err := r.pushOne(d); err != nil {
 		return err
 	}

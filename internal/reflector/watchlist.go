@@ -128,6 +128,7 @@ func (r *Reflector[T]) streamInitial(ctx context.Context, w source.Watcher[T]) (
 			t = fifo.Deleted // removes the object from the list being built
 		case watch.Bookmark:
 			if ev.Object.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
+				r.heartbeat()
 				continue
 			}
 			rv := ev.Object.GetResourceVersion()
@@ -139,10 +140,14 @@ func (r *Reflector[T]) streamInitial(ctx context.Context, w source.Watcher[T]) (
 			return "", malformedEvent("event type %q", ev.Type)
 		}
 		e, err := r.opts.Prepare(t, ev.Object)
-		if err != nil {
+		d := fifo.Delta[T]{Type: t, Entry: e}
+		switch {
+		case err != nil && isLeftOut(ev.Object, err):
+			d = leftOut(ev.Object)
+		case err != nil:
 			return "", refused(ev.Object, err)
 		}
-		if err := r.pushOne(fifo.Delta[T]{Type: t, Entry: e}); err != nil {
+		if err := r.pushOne(d); err != nil {
 			return "", err
 		}
 	}

@@ -1,0 +1,171 @@
+package reflector
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/fifo"
+	"github.com/typedinformer/informer/source"
+)
+
+// ErrWatchIdle is wrapped by the error reported when a watch delivered
+// neither an event nor a bookmark for Options.WatchIdleTimeout: the
+// reflector stops it and watches again from the last resourceVersion,
+// without a relist.
+var ErrWatchIdle = errors.New("reflector: watch idle")
+
+// ErrLeftOut, wrapped by an error of Options.Prepare, leaves the object out
+// instead of refusing it: the reflector goes on past it, and hands the sink,
+// in its place, a Bookmark delta at the object's resourceVersion whose Key
+// is the object's (see LeftOut). An informer uses it to quarantine an object
+// its cache cannot take without stopping for it.
+var ErrLeftOut = errors.New("reflector: object left out")
+
+// LeftOut reports whether d is the mark of an object Prepare left out: a
+// Bookmark delta with a Key. Its ResourceVersion is the object's.
+func LeftOut[T cache.Object](d *fifo.Delta[T]) bool {
+	return d.Type == fifo.Bookmark && d.Key != (cache.Key{})
+}
+
+// leftOut is the delta that stands for obj, which Prepare left out.
+func leftOut[T cache.Object](obj T) fifo.Delta[T] {
+	return fifo.Delta[T]{Type: fifo.Bookmark, Entry: cache.Entry[T]{Key: cache.KeyOf(obj)}, ResourceVersion: obj.GetResourceVersion()}
+}
+
+// isLeftOut reports a Prepare error that leaves the object out. An object
+// without a key cannot be named, so it is refused whatever Prepare says.
+func isLeftOut[T cache.Object](obj T, err error) bool {
+	var zero T
+	return errors.Is(err, ErrLeftOut) && obj != zero && obj.GetName() != ""
+}
+
+// Relist makes the reflector stop its watch and list again, with a quorum
+// read (resourceVersion ""), after the usual short backoff. The informer's
+// consistency check calls it to repair a cache that diverged from the
+// server. It returns at once; calling it again before the relist changes
+// nothing.
+func (r *Reflector[T]) Relist() {
+	r.mu.Lock()
+	r.relistWanted, r.rvUnavailable = true, true
+	w := r.current
+	r.mu.Unlock()
+	if w != nil {
+		w.Stop()
+	}
+}
+
+// setCurrent records the watch being consumed, so that Relist can stop it;
+// it returns false if a relist is wanted: the watch must not be consumed.
+func (r *Reflector[T]) setCurrent(w source.Watcher[T]) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.current = w
+	return w == nil || !r.relistWanted
+}
+
+// takeRelist reports, and clears, a relist asked for by Relist.
+func (r *Reflector[T]) takeRelist() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	wanted := r.relistWanted
+	r.relistWanted = false
+	return wanted
+}
+
+// heartbeat records a periodic bookmark: the source sends them, so a watch
+// that goes quiet for the idle timeout is stalled rather than merely idle.
+// An API server's watch cache sends one about every minute; with
+// --watch-cache=false it sends none (only the end bookmark of a streaming
+// list, which does not count).
+func (r *Reflector[T]) heartbeat() {
+	if !r.beating.Load() {
+		r.beating.Store(true)
+	}
+}
+
+// watchdog stops a watch that delivered nothing for the idle timeout, once
+// the source has shown that it sends periodic bookmarks. The watch's
+// goroutine calls progress for every event (one atomic add); a timer
+// checks every quarter of the timeout, so a stall is found between the
+// timeout and 1.25 times it after the last event.
+type watchdog struct {
+	timeout, tick time.Duration
+	beating       *atomic.Bool
+	stopWatch     func()
+	seen          atomic.Int64 // events so far
+	stalled       atomic.Bool
+
+	mu     sync.Mutex
+	t      *time.Timer
+	done   bool
+	last   int64         // seen at the last check
+	quiet  time.Duration // since seen last moved, in ticks
+	quietT time.Time     // for the error's message
+}
+
+// newWatchdog starts a watchdog over a watch stopped by stop; nil (which
+// does nothing) if the timeout is not positive.
+func (r *Reflector[T]) newWatchdog(stop func()) *watchdog {
+	if r.opts.WatchIdleTimeout <= 0 {
+		return nil
+	}
+	d := &watchdog{timeout: r.opts.WatchIdleTimeout, tick: r.opts.WatchIdleTimeout / 4, beating: &r.beating, stopWatch: stop}
+	d.quietT = time.Now()
+	d.t = time.AfterFunc(d.tick, d.check)
+	return d
+}
+
+func (d *watchdog) progress() {
+	if d != nil {
+		d.seen.Add(1)
+	}
+}
+
+func (d *watchdog) check() {
+	d.mu.Lock()
+	if d.done {
+		d.mu.Unlock()
+		return
+	}
+	if n := d.seen.Load(); n != d.last {
+		d.last, d.quiet, d.quietT = n, 0, time.Now()
+	} else if d.beating.Load() {
+		d.quiet += d.tick
+		if d.quiet >= d.timeout {
+			d.stalled.Store(true)
+			d.done = true
+			d.mu.Unlock()
+			d.stopWatch()
+			return
+		}
+	}
+	d.t.Reset(d.tick)
+	d.mu.Unlock()
+}
+
+// stop ends the watchdog; no check runs after it returns.
+func (d *watchdog) stop() {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	d.done = true
+	d.t.Stop()
+	d.mu.Unlock()
+}
+
+// err is the error for a stall the watchdog found, or nil.
+func (d *watchdog) err(rv string) error {
+	if d == nil || !d.stalled.Load() {
+		return nil
+	}
+	d.mu.Lock()
+	since := d.quietT
+	d.mu.Unlock()
+	return &source.Error{Phase: source.PhaseWatch, Err: fmt.Errorf("%w: nothing for %v (limit %v) after resourceVersion %q; watching again from it",
+		ErrWatchIdle, time.Since(since).Round(time.Millisecond), d.timeout, rv)}
+}
