@@ -9,6 +9,13 @@
 //     inject errors and bad events). [Fake.ListerWatcher] serves the same
 //     data to client-go, so one fake can feed this module's informers and
 //     client-go's side by side.
+//   - [Faulty] wraps any Source, the adapters of a real server included,
+//     and injects faults under a seeded random plan or a script: cut,
+//     stalled and delayed watches, 410 Gone, too-large resourceVersions,
+//     429, 500 and 403 in the server's forms, duplicated events, events
+//     lost in a way a relist recovers, and objects of the wrong type, nil
+//     objects and malformed events. It logs each fault where it happened
+//     and counts requests, for invariant checks (package informertest).
 //   - [Run] is the conformance suite for Source implementations, in the
 //     style of testing/slogtest: list, pagination, watch from a
 //     resourceVersion, 410 Gone, streaming lists with the end bookmark,
