@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all demo test test-unit test-integration bench fmt lint vet cluster-bin chromium demo-cluster clean
+.PHONY: all demo test test-unit test-integration bench bench-all fmt lint vet cluster-bin chromium demo-cluster clean
 
 all: lint test
 
@@ -20,8 +20,15 @@ test-unit: chromium
 test-integration: cluster-bin
 	$(GO) test -race -count=1 -p 1 -tags integration -timeout 30m ./internal/testcluster/ ./internal/integration/
 
-## bench: throughput, allocation and memory benchmarks, side by side with client-go.
+## bench: every figure of docs/benchmarks.md, ours and client-go on the same
+## inputs in the same run (COUNT runs each, medians), as ratio lines; writes
+## the raw output (benchstat reads it), the chart and the table.
+COUNT ?= 5
 bench:
+	COUNT=$(COUNT) GO=$(GO) bash hack/bench.sh
+
+## bench-all: every benchmark of every package, once.
+bench-all:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
 ## cluster-bin: build kube-apiserver and etcd from the Go module proxy into bin/.

@@ -1,0 +1,39 @@
+package bench_test
+
+import "testing"
+
+// BenchmarkHandoff measures the floor under any pipeline that moves an
+// event between goroutines on this machine: one op is one round trip of a
+// value between two goroutines over unbuffered channels (ping-pong), or
+// one value through a buffered channel from a producer to a consumer.
+func BenchmarkHandoff(b *testing.B) {
+	b.Run("kind=ping-pong", func(b *testing.B) {
+		ping, pong := make(chan int), make(chan int)
+		go func() {
+			for v := range ping {
+				pong <- v
+			}
+			close(pong)
+		}()
+		for i := range b.N {
+			ping <- i
+			<-pong
+		}
+		close(ping)
+		<-pong
+	})
+	b.Run("kind=buffered", func(b *testing.B) {
+		ch := make(chan int, 1024)
+		done := make(chan struct{})
+		go func() {
+			for range ch {
+			}
+			close(done)
+		}()
+		for i := range b.N {
+			ch <- i
+		}
+		close(ch)
+		<-done
+	})
+}

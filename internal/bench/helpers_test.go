@@ -1,0 +1,185 @@
+package bench_test
+
+import (
+	"context"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	clientcache "k8s.io/client-go/tools/cache"
+
+	"github.com/typedinformer/informer/handler"
+	"github.com/typedinformer/informer/source"
+	"github.com/typedinformer/informer/typed"
+)
+
+// The two sides of every benchmark, named in the sub-benchmark as
+// impl=ours and impl=client-go.
+var impls = []string{"ours", "client-go"}
+
+// memLW is a client-go ListerWatcher over pre-built pods, feeding both
+// sides the same objects. In list mode it lists them and refuses streaming
+// lists; in stream mode it refuses nothing and streams them, then the
+// initial-events-end bookmark. After that the watch is fed from events.
+type memLW struct {
+	pods   []*corev1.Pod
+	stream bool
+	events *watch.FakeWatcher
+}
+
+func newMemLW(pods []*corev1.Pod, stream bool, live int) *memLW {
+	return &memLW{pods: pods, stream: stream, events: watch.NewFakeWithChanSize(live, false)}
+}
+
+func (m *memLW) List(metav1.ListOptions) (runtime.Object, error) {
+	l := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: make([]corev1.Pod, len(m.pods))}
+	for i, p := range m.pods {
+		l.Items[i] = *p
+	}
+	return l, nil
+}
+
+func (m *memLW) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	initial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+	switch {
+	case initial && !m.stream:
+		return nil, apierrors.NewBadRequest("streaming lists are off in this benchmark")
+	case !initial:
+		return m.events, nil
+	}
+	w := watch.NewFakeWithChanSize(len(m.pods)+1, false)
+	for _, p := range m.pods {
+		w.Add(p)
+	}
+	end := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "1",
+		Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}
+	w.Action(watch.Bookmark, end)
+	return &continued{FakeWatcher: w, next: m.events}, nil
+}
+
+// IsWatchListSemanticsUnSupported tells client-go's reflector which mode
+// to use.
+func (m *memLW) IsWatchListSemanticsUnSupported() bool { return !m.stream }
+
+// continued serves the initial events, then the live ones.
+type continued struct {
+	*watch.FakeWatcher
+	next *watch.FakeWatcher
+	once sync.Once
+	ch   chan watch.Event
+}
+
+func (c *continued) ResultChan() <-chan watch.Event {
+	c.once.Do(func() {
+		c.ch = make(chan watch.Event)
+		first := c.FakeWatcher.ResultChan()
+		go func() {
+			defer close(c.ch)
+			for n := len(first); n > 0; n-- {
+				c.ch <- <-first
+			}
+			for ev := range c.next.ResultChan() {
+				c.ch <- ev
+			}
+		}()
+	})
+	return c.ch
+}
+
+func (c *continued) Stop() { c.next.Stop() }
+
+// counter counts handler calls and closes done at target.
+type counter struct {
+	n      atomic.Int64
+	target int64
+	done   chan struct{}
+}
+
+func newCounter(target int) *counter {
+	c := &counter{target: int64(target), done: make(chan struct{})}
+	if target == 0 {
+		close(c.done)
+	}
+	return c
+}
+
+func (c *counter) hit() {
+	if c.n.Add(1) == c.target {
+		close(c.done)
+	}
+}
+
+// running is an informer of either side, started.
+type running struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	synced func(ctx context.Context) bool
+	len    func() int
+}
+
+func (r *running) stop() { r.cancel(); r.wg.Wait() }
+
+// start runs an informer of impl over lw with handlers handlers, each
+// calling hit for every add and update.
+func start(b *testing.B, impl string, lw clientcache.ListerWatcher, handlers int, hit func(), opts typed.Options[*corev1.Pod]) *running {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{cancel: cancel}
+	if impl == "ours" {
+		src, err := source.FromListerWatcher[*corev1.Pod](lw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		inf, err := typed.NewInformer(src, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for range handlers {
+			if _, err := inf.AddHandler(handler.Funcs[*corev1.Pod]{
+				AddFunc:    func(*corev1.Pod, bool) { hit() },
+				UpdateFunc: func(_, _ *corev1.Pod) { hit() },
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		r.wg.Go(func() { _ = inf.Run(ctx) })
+		r.synced = func(ctx context.Context) bool { return inf.WaitForSync(ctx) == nil }
+		r.len = inf.Store().Len
+		return r
+	}
+	inf := clientcache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0,
+		clientcache.Indexers{clientcache.NamespaceIndex: clientcache.MetaNamespaceIndexFunc})
+	for range handlers {
+		if _, err := inf.AddEventHandler(clientcache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { hit() },
+			UpdateFunc: func(_, _ any) { hit() },
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	r.wg.Go(func() { inf.RunWithContext(ctx) })
+	r.synced = func(ctx context.Context) bool { return clientcache.WaitForCacheSync(ctx.Done(), inf.HasSynced) }
+	r.len = func() int { return len(inf.GetStore().ListKeys()) }
+	return r
+}
+
+// mallocs is the process's allocation count so far.
+func mallocs() uint64 {
+	var m goruntime.MemStats
+	goruntime.ReadMemStats(&m)
+	return m.Mallocs
+}
+
+// handlerFuncs calls hit for every add and update.
+func handlerFuncs(hit func()) handler.Funcs[*corev1.Pod] {
+	return handler.Funcs[*corev1.Pod]{
+		AddFunc:    func(*corev1.Pod, bool) { hit() },
+		UpdateFunc: func(_, _ *corev1.Pod) { hit() },
+	}
+}

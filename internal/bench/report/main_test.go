@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/typedinformer/informer/internal/leakcheck"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
+
+const sample = `goos: linux
+goarch: amd64
+cpu: Test CPU
+BenchmarkWatch/handlers=1/impl=ours-2        100  500 ns/op  2000000 events/s  0 B/op  0 allocs/op
+BenchmarkWatch/handlers=1/impl=client-go-2   100  2500 ns/op  400000 events/s  896 B/op  12 allocs/op
+BenchmarkWatch/handlers=1/impl=ours-2        100  600 ns/op  1000000 events/s  0 B/op  2 allocs/op
+BenchmarkWatch/handlers=1/impl=client-go-2   100  2500 ns/op  400000 events/s  896 B/op  12 allocs/op
+BenchmarkWatch/handlers=1/impl=ours-2        100  550 ns/op  3000000 events/s  0 B/op  0 allocs/op
+BenchmarkWatch/handlers=1/impl=client-go-2   100  2500 ns/op  400000 events/s  896 B/op  12 allocs/op
+BenchmarkLister/query=get/impl=ours-2        100  40 ns/op
+BenchmarkLister/query=get/impl=client-go-2   100  80 ns/op
+BenchmarkWireParallel/procs=1/impl=ours      100  1 ns/op  1000 events/s
+BenchmarkWireParallel/procs=2/impl=ours-2    100  1 ns/op  1500 events/s
+`
+
+func find(t *testing.T, lines []line, name string) line {
+	t.Helper()
+	for _, l := range lines {
+		if l.name == name {
+			return l
+		}
+	}
+	t.Fatalf("no figure %q", name)
+	return line{}
+}
+
+// TestEvaluate: medians, ratios, worst runs and verdicts from a known
+// input.
+func TestEvaluate(t *testing.T) {
+	r := newResults()
+	if err := r.parse(strings.NewReader(sample)); err != nil {
+		t.Fatal(err)
+	}
+	lines := evaluate(r)
+	type got struct {
+		Ours, Theirs, Ratio, Worst float64
+		Met                        bool
+	}
+	for _, tc := range []struct {
+		name string
+		want got
+	}{
+		// medians 2M vs 400k: 5x; the worst run (1M) is 2.5x: missed.
+		{"watch-1-handler", got{Ours: 2e6, Theirs: 4e5, Ratio: 5, Worst: 2.5, Met: false}},
+		// one run had 2 allocs: the worst run breaks the bound of 1.
+		{"watch-1-handler-allocs", got{Ours: 0, Theirs: 12, Ratio: 0, Worst: 2, Met: false}},
+		{"get", got{Ours: 40, Theirs: 80, Ratio: 0.5, Met: true}},
+		// 1500 / 1000 events/s: 1.5x, below 1.6x.
+		{"wire-json-parallel-speedup", got{Ours: 1500, Theirs: 1000, Ratio: 1.5, Met: false}},
+	} {
+		l := find(t, lines, tc.name)
+		g := got{Ours: l.ours, Theirs: l.theirs, Ratio: l.ratio, Worst: l.worst, Met: l.met()}
+		if diff := cmp.Diff(tc.want, g); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+	}
+	if l := find(t, lines, "heap-per-pod"); l.missing == "" || l.met() {
+		t.Errorf("heap-per-pod has no input but is %+v", l)
+	}
+}
+
+// TestRun: the report prints one line per figure, writes the chart and
+// keeps the hand-written part of the Markdown.
+func TestRun(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "raw.txt")
+	md := filepath.Join(dir, "b.md")
+	svg := filepath.Join(dir, "b.svg")
+	if err := os.WriteFile(in, []byte(sample), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(md, []byte("# Benchmarks\n\nprose\n\n"+beginMarker+"\nold\n"+endMarker+"\n\nmore prose\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := run([]string{in}, svg, md, "make bench", &out); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if want := len(figures); len(got) != want {
+		t.Errorf("printed %d lines, want %d:\n%s", len(got), want, out.String())
+	}
+	if !strings.HasPrefix(got[len(got)-1], "get ours=40 client-go=80 ratio=0.5 ") {
+		t.Errorf("last line %q", got[len(got)-1])
+	}
+	page, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"prose\n", "more prose\n", "| get | ns/op | 40 | 80 | 0.5 | ratio ≤ 1 | met |", "Test CPU"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, page)
+		}
+	}
+	if strings.Contains(string(page), "\nold\n") {
+		t.Errorf("markdown kept the old generated part:\n%s", page)
+	}
+	chart, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(chart, []byte("<svg")) || !bytes.Contains(chart, []byte(">get<")) {
+		t.Errorf("chart lacks its rows:\n%s", chart)
+	}
+}

@@ -1,0 +1,163 @@
+package bench_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	restclientwatch "k8s.io/client-go/rest/watch"
+	clientcache "k8s.io/client-go/tools/cache"
+
+	"github.com/typedinformer/informer/internal/bench"
+	"github.com/typedinformer/informer/source"
+	"github.com/typedinformer/informer/typed"
+)
+
+// streamEvents is the number of distinct events in a replayed stream.
+const streamEvents = 1000
+
+// wireStream returns a watch stream of streamEvents MODIFIED events of
+// pods as the API server sends them (with managedFields), in format.
+func wireStream(b *testing.B, format string) (data []byte, contentType string) {
+	b.Helper()
+	pods := bench.Pods(streamEvents, bench.PodOptions{ManagedFields: true})
+	var err error
+	if format == "protobuf" {
+		data, err = bench.ProtobufWatchStream(watch.Modified, pods)
+		contentType = runtime.ContentTypeProtobuf + ";stream=watch"
+	} else {
+		data, err = bench.JSONWatchStream(watch.Modified, pods)
+		contentType = runtime.ContentTypeJSON
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	return data, contentType
+}
+
+// emptyList is the JSON of an empty pod list at resourceVersion 1.
+var emptyList = []byte(`{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[]}`)
+
+// listWatchNoStream is client-go's ListWatch that tells the reflector not
+// to try a streaming list, as our side is told by NoWatchList.
+type listWatchNoStream struct{ *clientcache.ListWatch }
+
+func (listWatchNoStream) IsWatchListSemanticsUnSupported() bool { return true }
+
+// startWire runs an informer of impl whose requests replay answers, with
+// one handler calling hit.
+func startWire(b *testing.B, impl string, replay *bench.Replay, protobuf bool, hit func(), opts typed.Options[*corev1.Pod]) *running {
+	b.Helper()
+	cfg := replay.Config(protobuf)
+	if impl == "ours" {
+		src, err := source.FromConfig[*corev1.Pod](cfg, source.RESTOptions{Mapper: bench.Mapper(), Protobuf: protobuf})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		r := &running{cancel: cancel}
+		opts.NoWatchList = true
+		inf, err := typed.NewInformer(src, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := inf.AddHandler(handlerFuncs(hit)); err != nil {
+			b.Fatal(err)
+		}
+		r.wg.Go(func() { _ = inf.Run(ctx) })
+		r.synced = func(ctx context.Context) bool { return inf.WaitForSync(ctx) == nil }
+		r.len = inf.Store().Len
+		return r
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lw := listWatchNoStream{clientcache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", "", fields.Everything())}
+	return start(b, "client-go", lw, 1, hit, opts)
+}
+
+// BenchmarkWire measures watch events per second end to end: a framed
+// watch stream replayed from bytes in memory through an HTTP client, each
+// side's decoder and its informer to one handler. One op is one event.
+func BenchmarkWire(b *testing.B) {
+	for _, format := range []string{"json", "protobuf"} {
+		data, contentType := wireStream(b, format)
+		for _, impl := range impls {
+			b.Run(fmt.Sprintf("format=%s/impl=%s", format, impl), func(b *testing.B) {
+				benchmarkWire(b, impl, data, contentType, format == "protobuf", typed.Options[*corev1.Pod]{})
+			})
+		}
+	}
+}
+
+func benchmarkWire(b *testing.B, impl string, data []byte, contentType string, protobuf bool, opts typed.Options[*corev1.Pod]) {
+	replay := &bench.Replay{List: emptyList, Watch: data, WatchType: contentType, Repeat: (b.N + streamEvents - 1) / streamEvents}
+	c := newCounter(b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	r := startWire(b, impl, replay, protobuf, c.hit, opts)
+	<-c.done
+	b.StopTimer()
+	r.stop()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkDecodeWatchEvent measures one JSON watch event decoded, frame
+// to *corev1.Pod, for pods as the API server sends them (with
+// managedFields): our REST source's watcher against the decoders
+// client-go's typed clientset stacks for a watch (the JSON framer, the
+// WatchEvent decoder, the object decoder of kubernetes/scheme), on the
+// same bytes and without either side's channel. One op is one event.
+func BenchmarkDecodeWatchEvent(b *testing.B) {
+	data, contentType := wireStream(b, "json")
+	b.Run("impl=ours", func(b *testing.B) {
+		replay := &bench.Replay{List: emptyList, Watch: data, WatchType: contentType, Repeat: (b.N + streamEvents - 1) / streamEvents}
+		src, err := source.FromConfig[*corev1.Pod](replay.Config(false), source.RESTOptions{Mapper: bench.Mapper()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		w, err := src.Watch(ctx, metav1.ListOptions{ResourceVersion: "1"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer w.Stop()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			if ev, err := w.Next(ctx); err != nil || ev.Object == nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("impl=client-go", func(b *testing.B) {
+		neg := runtime.NewClientNegotiator(clientgoscheme.Codecs.WithoutConversion(), schema.GroupVersion{Version: "v1"})
+		objDec, streamDec, framer, err := neg.StreamDecoder(runtime.ContentTypeJSON, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		body := io.NopCloser(bytes.NewReader(bytes.Repeat(data, (b.N+streamEvents-1)/streamEvents)))
+		b.ReportAllocs()
+		b.ResetTimer()
+		d := restclientwatch.NewDecoder(streaming.NewDecoder(framer.NewFrameReader(body), streamDec), objDec)
+		for range b.N {
+			if _, obj, err := d.Decode(); err != nil {
+				b.Fatal(err)
+			} else if _, ok := obj.(*corev1.Pod); !ok {
+				b.Fatalf("decoded a %T", obj)
+			}
+		}
+	})
+}
