@@ -192,6 +192,14 @@ type FaultRecord struct {
 	Scripted bool
 	// Form says which form the fault took, where it has several.
 	Form string
+	// StreamingList says it happened in a streaming list before its end
+	// bookmark, or at its start.
+	StreamingList bool
+	// Err is the error the fault handed out, if it was one (not for a
+	// cut, a stall, or an event with a nil object or of an unknown type,
+	// which a client must tell by itself): a client that reports errors
+	// reports one that errors.Is finds Err in.
+	Err error
 }
 
 // String describes the record on one line.

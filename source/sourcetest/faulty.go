@@ -239,12 +239,12 @@ func (f *Faulty[T]) decideLocked(op Op) decision {
 	return decision{Fault: fault, form: form}
 }
 
-// recordLocked logs fault d.
-func (f *Faulty[T]) recordLocked(d decision, watch, event int, form string) {
+// recordLocked logs fault d, which handed out err (if any).
+func (f *Faulty[T]) recordLocked(d decision, watch, event int, form string, streaming bool, err error) {
 	f.reqs.Faults++
 	f.log = append(f.log, FaultRecord{
 		Fault: d.Fault, Seq: len(f.log) + 1, Watch: watch, Event: event,
-		ResourceVersion: f.lastRV, Scripted: d.scripted, Form: form,
+		ResourceVersion: f.lastRV, Scripted: d.scripted, Form: form, StreamingList: streaming, Err: err,
 	})
 }
 
@@ -318,14 +318,14 @@ func (f *Faulty[T]) List(ctx context.Context, opts metav1.ListOptions) (source.L
 	default:
 		err, form = apiError(d.Kind, d.form, f.Resource().GroupResource, false, opts.ResourceVersion)
 	}
-	if d.Kind != 0 {
-		f.recordLocked(d, 0, 0, form)
-	}
 	if err != nil {
 		if _, ok := err.(*source.Error); !ok {
 			err = &source.Error{Phase: source.PhaseList, Err: err}
 		}
 		f.countErrLocked(err)
+	}
+	if d.Kind != 0 {
+		f.recordLocked(d, 0, 0, form, false, err)
 	}
 	f.mu.Unlock()
 	if err != nil {

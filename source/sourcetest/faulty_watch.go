@@ -57,22 +57,24 @@ func (f *Faulty[T]) Watch(ctx context.Context, opts metav1.ListOptions) (source.
 	default:
 		startErr, form = apiError(d.Kind, d.form, f.Resource().GroupResource, false, opts.ResourceVersion)
 	}
-	if d.Kind != 0 {
-		f.recordLocked(d, id, 0, form)
-	}
+	var err error
 	switch {
 	case startErr != nil:
-		err := &source.Error{Phase: source.PhaseWatchStart, Err: startErr}
-		f.countErrLocked(err)
-		f.mu.Unlock()
-		return nil, err
+		err = &source.Error{Phase: source.PhaseWatchStart, Err: startErr}
 	case streamErr != nil:
-		err := &source.Error{Phase: source.PhaseWatch, Err: streamErr}
-		f.countErrLocked(err)
-		f.mu.Unlock()
-		return &errWatcher[T]{err: err}, nil
+		err = &source.Error{Phase: source.PhaseWatch, Err: streamErr}
+	}
+	f.countErrLocked(err)
+	if d.Kind != 0 {
+		f.recordLocked(d, id, 0, form, streaming, err)
 	}
 	f.mu.Unlock()
+	switch {
+	case startErr != nil:
+		return nil, err
+	case streamErr != nil:
+		return &errWatcher[T]{err: err}, nil
+	}
 	if d.Kind == FaultDelay {
 		if err := f.wait(ctx, d.For, nil); err != nil {
 			return nil, &source.Error{Phase: source.PhaseWatchStart, Err: err}
@@ -189,17 +191,25 @@ func (w *faultyWatcher[T]) Next(ctx context.Context) (source.Event[T], error) {
 			form = "unknown event type, as an event"
 		}
 	}
-	if d.Kind != 0 {
-		f.recordLocked(d, w.id, w.n, form)
+	var err error
+	switch d.Kind {
+	case FaultWrongType:
+		err = contentError[T](d.Kind, source.PhaseWatch)
+	case FaultMalformed:
+		if d.form%2 == 0 {
+			err = contentError[T](d.Kind, source.PhaseWatch)
+		}
 	}
 	switch d.Kind {
 	case FaultWrongType, FaultNilObject, FaultMalformed:
 		f.badContentLocked(d.Kind)
 	}
-	var err error
 	if apiErr != nil {
 		err = &source.Error{Phase: source.PhaseWatch, Err: apiErr}
 		f.countErrLocked(err)
+	}
+	if d.Kind != 0 {
+		f.recordLocked(d, w.id, w.n, form, w.streaming, err)
 	}
 	f.mu.Unlock()
 
@@ -238,14 +248,14 @@ func (w *faultyWatcher[T]) Next(ctx context.Context) (source.Event[T], error) {
 		f.mu.Unlock()
 		return source.Event[T]{}, source.ErrWatchClosed
 	case FaultWrongType:
-		return source.Event[T]{}, contentError[T](d.Kind, source.PhaseWatch)
+		return source.Event[T]{}, err
 	case FaultNilObject:
 		return source.Event[T]{Type: watch.Added}, nil
 	case FaultMalformed:
-		if d.form%2 == 1 {
+		if err == nil {
 			return source.Event[T]{Type: "BOGUS"}, nil
 		}
-		return source.Event[T]{}, contentError[T](d.Kind, source.PhaseWatch)
+		return source.Event[T]{}, err
 	}
 	return w.next(ctx)
 }
