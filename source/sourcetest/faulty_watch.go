@@ -297,11 +297,18 @@ func (w *faultyWatcher[T]) handedLocked(ev source.Event[T]) {
 	if ev.Object == zero {
 		return
 	}
-	if rv := ev.Object.GetResourceVersion(); rv != "" {
-		f.lastRV = rv
+	rv := ev.Object.GetResourceVersion()
+	if w.streaming {
+		// The initial events carry their objects' versions; the list has
+		// the version of its end bookmark.
+		if ev.Type == watch.Bookmark && ev.Object.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+			w.streaming = false
+			f.reqs.CompletedLists++
+			f.lastRV = rv
+		}
+		return
 	}
-	if w.streaming && ev.Type == watch.Bookmark && ev.Object.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
-		w.streaming = false
-		f.reqs.CompletedLists++
+	if rv != "" {
+		f.lastRV = rv
 	}
 }
