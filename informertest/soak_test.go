@@ -39,8 +39,8 @@ var (
 // soakTotals add up what the plans did.
 type soakTotals struct {
 	plans, calls, events, changes, faults, divergences int
-	kinds                                      map[sourcetest.FaultKind]int
-	lists, relists                             int
+	kinds                                              map[sourcetest.FaultKind]int
+	lists, relists                                     int
 }
 
 // TestSoak runs random fault plans, each in a bubble of its own (time is
