@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all demo test test-unit test-integration bench bench-all fmt lint vet cluster-bin chromium demo-cluster clean
+.PHONY: all demo test test-unit test-integration bench bench-all soak fmt lint vet cluster-bin chromium demo-cluster clean
 
 all: lint test
 
@@ -30,6 +30,14 @@ bench:
 ## bench-all: every benchmark of every package, once.
 bench-all:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+## soak: random fault plans over 10k churning objects into a typed informer,
+## each checked against the invariants of docs/reliability.md, for
+## SOAK_DURATION (or SOAK_PLANS plans); make test runs a short one.
+SOAK_PLANS ?= 100000
+SOAK_DURATION ?= 10m
+soak:
+	$(GO) test -race -count=1 -timeout 0 -run '^TestSoak$$' -v ./informertest/ -soak.plans=$(SOAK_PLANS) -soak.duration=$(SOAK_DURATION) $(SOAK_FLAGS)
 
 ## cluster-bin: build kube-apiserver and etcd from the Go module proxy into bin/.
 cluster-bin:
