@@ -84,7 +84,11 @@ func TestSoak(t *testing.T) {
 // soakOptions draws a plan's fault options from rng: rates spread so that
 // some plans are gentle and some stormy, a random subset of kinds, and a
 // script of up to 40 faults among the events after the initial list.
-func soakOptions(seed uint64, rng *rand.Rand, objects, changes int) sourcetest.FaultOptions {
+func soakOptions(seed uint64, rng *rand.Rand, objects, changes int, watchList bool) sourcetest.FaultOptions {
+	initial := 0 // Next calls of the initial list
+	if watchList {
+		initial = objects
+	}
 	var kinds []sourcetest.FaultKind
 	for _, k := range sourcetest.AllFaults {
 		if rng.IntN(4) > 0 {
@@ -107,7 +111,7 @@ func soakOptions(seed uint64, rng *rand.Rand, objects, changes int) sourcetest.F
 		if len(next) == 0 {
 			break
 		}
-		f := sourcetest.Fault{Kind: next[rng.IntN(len(next))], Op: sourcetest.OpNext, At: objects + 1 + rng.IntN(2*changes)}
+		f := sourcetest.Fault{Kind: next[rng.IntN(len(next))], Op: sourcetest.OpNext, At: initial + 1 + rng.IntN(2*changes)}
 		if f.Kind == sourcetest.FaultDelay || f.Kind == sourcetest.FaultStall {
 			f.For = time.Duration(1+rng.IntN(5000)) * time.Millisecond
 		}
@@ -135,7 +139,8 @@ func soakPlan(t *testing.T, seed uint64, tot *soakTotals) {
 		}})
 	}
 	fake := sourcetest.NewFake(sourcetest.FakeOptions[*corev1.Pod]{Objects: pods, Window: 500 + rng.IntN(2000)})
-	fopts := soakOptions(seed, rng, *soakObjects, *soakChanges)
+	noWatchList := rng.IntN(3) == 0
+	fopts := soakOptions(seed, rng, *soakObjects, *soakChanges, !noWatchList)
 	faulty, err := sourcetest.NewFaulty[*corev1.Pod](fake, fopts)
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +149,6 @@ func soakPlan(t *testing.T, seed uint64, tot *soakTotals) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	noWatchList := rng.IntN(3) == 0
 	inf, err := typed.NewInformer[*corev1.Pod](faulty, typed.Options[*corev1.Pod]{
 		ErrorHandler: chk.ErrorHandler, NoWatchList: noWatchList, PageSize: int64(100 + rng.IntN(900)),
 	})
