@@ -5,6 +5,7 @@ import (
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/fifo"
+	"github.com/typedinformer/informer/internal/reflector"
 )
 
 // applier is the informer's one writer: it pops batches of deltas, applies
@@ -22,6 +23,12 @@ type applier[T cache.Object] struct {
 	listing bool
 	listed  map[cache.Key]int // key -> index in list
 	list    []cache.Entry[T]  // in order of first appearance; zero Key: removed
+
+	// Quarantine (poison.go): the number of quarantined objects, and the
+	// objects left out of the list being collected (key -> version).
+	nPoison     int
+	listRefused map[cache.Key]string
+	rev         uint64 // the store's revision after the last write
 }
 
 // run applies deltas until ctx ends or the queue is closed.
@@ -38,7 +45,7 @@ func (a *applier[T]) run(ctx context.Context) error {
 		}
 		a.flush()
 		if a.seen != "" {
-			a.inf.observe(a.seen)
+			a.inf.observe(a.seen, a.rev)
 			a.seen = ""
 		}
 		a.inf.batchDone(start, ds)
@@ -55,8 +62,15 @@ func (a *applier[T]) take(d *fifo.Delta[T]) {
 			a.collect(d)
 			return
 		}
+		if a.nPoison > 0 {
+			a.release(d.Key)
+		}
 		a.changes = append(a.changes, cache.Change[T]{Entry: d.Entry, Delete: d.Type == fifo.Deleted})
-		a.seen = d.Object.GetResourceVersion()
+		if d.ResourceVersion != "" {
+			a.seen = d.ResourceVersion // a deletion by key alone
+		} else {
+			a.seen = d.Object.GetResourceVersion()
+		}
 	case fifo.ReplaceStart:
 		a.flush()
 		a.startList()
@@ -74,6 +88,14 @@ func (a *applier[T]) take(d *fifo.Delta[T]) {
 		a.applyList()
 		a.seen = d.ResourceVersion
 	case fifo.Bookmark:
+		if reflector.LeftOut(d) {
+			if a.listing {
+				a.listLeftOut(d)
+			} else {
+				a.leftOut(d)
+			}
+			return
+		}
 		if !a.listing {
 			a.seen = d.ResourceVersion
 		}
@@ -87,6 +109,7 @@ func (a *applier[T]) startList() {
 	a.listing = true
 	a.list = shrink(a.list)
 	a.listed = map[cache.Key]int{}
+	a.listRefused = nil
 }
 
 // collect adds a listed object to the list being built, or removes one
@@ -130,6 +153,10 @@ func (a *applier[T]) flush() {
 	if err != nil {
 		a.inf.reportAsync(err)
 	}
+	a.rev = rev
+	if a.inf.mutations != nil {
+		a.inf.mutations.record(a.changes)
+	}
 	for i := range a.changes {
 		c := &a.changes[i]
 		switch {
@@ -137,10 +164,11 @@ func (a *applier[T]) flush() {
 			if c.Existed {
 				obj := c.Object
 				var zero T
-				if obj == zero {
+				fsu := obj == zero // a deletion by key: the cached state is the last known
+				if fsu {
 					obj = c.Prev
 				}
-				a.note(notification[T]{kind: notifyDelete, key: c.Key, obj: obj})
+				a.note(notification[T]{kind: notifyDelete, key: c.Key, obj: obj, fsu: fsu})
 			}
 		case c.Existed:
 			a.noteUpdate(c.Key, c.Prev, c.Object, false)
@@ -158,6 +186,7 @@ func (a *applier[T]) flush() {
 // object in list order, as client-go's RealFIFO delivers a relist.
 func (a *applier[T]) applyList() {
 	a.listing = false
+	a.settleList()
 	for _, k := range a.inf.store.ListKeys() {
 		if _, ok := a.listed[k]; !ok {
 			a.changes = append(a.changes, cache.Change[T]{Entry: cache.Entry[T]{Key: k}, Delete: true})
@@ -173,6 +202,10 @@ func (a *applier[T]) applyList() {
 	rev, err := a.inf.writer.Apply(a.changes)
 	if err != nil {
 		a.inf.reportAsync(err)
+	}
+	a.rev = rev
+	if a.inf.mutations != nil {
+		a.inf.mutations.record(a.changes)
 	}
 	first := !a.synced
 	for i := range a.changes {

@@ -41,9 +41,16 @@
 //   - Run returns nil when its context ends, after every goroutine it
 //     started has stopped; no handler is called after Run returns.
 //   - An object the cache cannot index, or that Options.Transform refuses,
-//     never enters the queue: the error is reported, Status().LastError
+//     is quarantined by default: left out of the cache (an older version
+//     the cache held stays), reported once per version, listed in
+//     Status().Quarantined, and taken when a later version of it passes;
+//     the rest of the cache syncs. With Options.OnRefused StopAndRelist
+//     it never enters the queue: the error is reported, Status().LastError
 //     holds it, and the informer relists after a backoff rather than move
 //     past the object.
+//   - A watch that delivers nothing for Options.WatchIdleTimeout (once
+//     the source has shown it sends periodic bookmarks) is stopped and
+//     opened again from the last resourceVersion, without a relist.
 //   - A Delete for a key the cache never held is not delivered (it cannot
 //     follow an Add the handler got).
 //   - An object replaced under the same name by one with another UID while

@@ -77,6 +77,14 @@ type Informer[T cache.Object] struct {
 	errs      chan error    // errors found by the writer, reported by Run
 	logger    atomic.Pointer[klog.Logger]
 	metrics   informerMetrics
+	poison    quarantine // objects left out of the cache (poison.go)
+
+	// The consistency check (consistency.go) lists src itself;
+	// mutations is nil unless mutations are detected (mutation.go).
+	src        source.Source[T]
+	tweak      func(*metav1.ListOptions)
+	consistent consistency
+	mutations  *mutationDetector[T]
 
 	mu        sync.Mutex
 	state     state
@@ -123,6 +131,10 @@ func NewInformer[T cache.Object](src source.Source[T], opts Options[T]) (*Inform
 		regs: map[*Registration]*listener[T]{},
 	}
 	inf.handlers.Store(&[]*listener[T]{})
+	inf.src, inf.tweak = src, tweak
+	if detectMutations(opts) {
+		inf.mutations = newMutationDetector[T]()
+	}
 	inf.metrics.id = metricsID(name, res.GroupResource.WithVersion(""))
 	inf.refl = reflector.New[T](src, inf.queue, reflector.Options[T]{
 		Name:            name,
@@ -132,6 +144,8 @@ func NewInformer[T cache.Object](src source.Source[T], opts Options[T]) (*Inform
 		Prepare:         inf.prepare,
 		Tweak:           tweak,
 		Shard:           reflectorShard[T](opts.Shard),
+
+		WatchIdleTimeout: idleTimeout(opts.WatchIdleTimeout),
 	})
 	return inf, nil
 }
@@ -198,6 +212,12 @@ func (inf *Informer[T]) Run(ctx context.Context) error {
 	if inf.opts.ResyncPeriod > 0 {
 		g.Go(func() error { inf.resyncLoop(gctx); return nil })
 	}
+	if inf.opts.ConsistencyCheck > 0 {
+		g.Go(func() error { inf.consistencyLoop(gctx); return nil })
+	}
+	if inf.mutations != nil {
+		g.Go(func() error { inf.mutationLoop(gctx); return nil })
+	}
 	err := g.Wait()
 	inf.queue.Close()
 
@@ -209,6 +229,10 @@ func (inf *Informer[T]) Run(ctx context.Context) error {
 		l.shutdown()
 	}
 	inf.listeners.Wait()
+	if inf.mutations != nil {
+		// No handler runs any more: a last look at what they did.
+		inf.checkMutations(func(err error) { inf.handleError(fmt.Errorf("informer %s: %w", inf.name, err)) })
+	}
 	close(inf.done)
 	return err
 }

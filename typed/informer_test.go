@@ -290,6 +290,7 @@ func TestInformerIndexErrorWhileAddingHandlers(t *testing.T) {
 	var reported atomic.Int64
 	var err error
 	inf, err = typed.NewInformer(fake, typed.Options[*corev1.Pod]{
+		OnRefused: typed.StopAndRelist,
 		Indexers: cache.Indexers[*corev1.Pod]{"strict": func(p *corev1.Pod) ([]string, error) {
 			if strings.HasPrefix(p.Name, "bad-") {
 				return nil, errors.New("no index value for bad pods")
@@ -541,7 +542,7 @@ func TestErrorMessages(t *testing.T) {
 		fake := fakeOf(sourcetest.FakeOptions[*corev1.Pod]{NoWatchList: true}, it.Pod("ns", "bad", nil))
 		var errs it.ErrSink
 		inf := mustInformer(t, fake, typed.Options[*corev1.Pod]{
-			ErrorHandler: errs.Handle,
+			ErrorHandler: errs.Handle, OnRefused: typed.StopAndRelist,
 			Indexers: cache.Indexers[*corev1.Pod]{"strict": func(*corev1.Pod) ([]string, error) {
 				return nil, errors.New("boom")
 			}},

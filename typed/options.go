@@ -31,9 +31,14 @@ type Options[T cache.Object] struct {
 	// the cache, for example to drop fields the controller does not need.
 	// It may modify and return its argument if the source hands out
 	// objects it does not share (every source of this module does). An
-	// error or a panic refuses the object: it is reported and the informer
-	// relists after a backoff rather than skip it.
+	// error or a panic refuses the object: see OnRefused.
 	Transform func(T) (T, error)
+	// OnRefused says what happens to an object the cache cannot take (a
+	// Transform error or panic, an index function's error). Default:
+	// Quarantine, it is left out, reported and listed in
+	// Status().Quarantined while the rest of the cache syncs;
+	// StopAndRelist makes the informer relist until it is fixed.
+	OnRefused RefusePolicy
 	// KeepManagedFields keeps metadata.managedFields. Default: false, they
 	// are dropped before Transform runs (about a fifth of a typical server
 	// object), on a copy: the source's object is never modified.
@@ -68,6 +73,29 @@ type Options[T cache.Object] struct {
 	// MinWatchTimeout is the lower bound of the randomised watch timeout.
 	// Default: 5 minutes.
 	MinWatchTimeout time.Duration
+	// WatchIdleTimeout stops a watch that delivered neither an event nor
+	// a bookmark for that long and watches again from the last
+	// resourceVersion, without a relist: a stalled (half-open) connection
+	// is given up. It is armed once the source has sent a periodic
+	// bookmark, so a source that sends none (an API server with
+	// --watch-cache=false) is never timed out. A stall is found between
+	// the timeout and 1.25 times it after the last event. Default (0):
+	// DefaultWatchIdleTimeout; negative: off.
+	WatchIdleTimeout time.Duration
+	// ConsistencyCheck, if positive, compares the cache with the server at
+	// that period (keys and resourceVersions, from a paged list at the
+	// cache's resourceVersion), reports any divergence with the keys
+	// involved and repairs it with a relist. See ConsistencyError.
+	// Default: 0, off.
+	ConsistencyCheck time.Duration
+	// DetectMutations makes the informer keep a deep copy of every object
+	// it caches and compare them every MutationCheckPeriod and when Run
+	// returns: an object changed in the cache (by a handler or a reader
+	// that did not copy it first) is reported to ErrorHandler as a
+	// *MutationError naming the object and the changed fields. It costs a
+	// copy of every object: for tests. Default: false, unless the
+	// environment variable TYPEDINFORMER_DETECT_MUTATIONS is "true".
+	DetectMutations bool
 	// Metrics receives the informer's metrics while it runs (see package
 	// metrics; metrics/prometheus exports them). Default: nil, none are
 	// reported and the informer does no work for them.
@@ -76,4 +104,24 @@ type Options[T cache.Object] struct {
 	// (see Shard; package sharding makes them). Default: nil, every
 	// object.
 	Shard Shard
+}
+
+// DefaultWatchIdleTimeout is the default of Options.WatchIdleTimeout. An API
+// server's watch cache sends every watch a bookmark about every minute
+// (and 2s before the watch's own timeout), so a watch that delivered
+// nothing for two and a half minutes has missed two heartbeats: its
+// connection is stalled. One late or lost bookmark (the server skips a
+// bookmark for a watcher whose buffer is full, and then events flow) does
+// not trip it.
+const DefaultWatchIdleTimeout = 150 * time.Second
+
+// idleTimeout is the reflector's idle timeout for Options.WatchIdleTimeout.
+func idleTimeout(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return DefaultWatchIdleTimeout
+	case d < 0:
+		return 0
+	}
+	return d
 }

@@ -11,13 +11,17 @@ import (
 // prepare turns an object from the source into the entry the reflector
 // queues: managedFields dropped (on a copy), Options.Transform applied, and
 // the key and index values computed by the cache's writer. It runs on the
-// reflector's goroutine with no lock held; an error refuses the object
-// before the reflector moves past it. A deletion needs only its key.
+// reflector's goroutine with no lock held. An object it cannot take is
+// quarantined (left out, see Quarantine) or, with StopAndRelist, refused
+// before the reflector moves past it. A deletion needs only its key: one
+// whose transform fails is a deletion by key, whose final state is the
+// cached object.
 func (inf *Informer[T]) prepare(t fifo.DeltaType, obj T) (cache.Entry[T], error) {
 	var zero T
 	if obj == zero {
 		return cache.Entry[T]{}, cache.ErrNilObject
 	}
+	raw := obj
 	if !inf.opts.KeepManagedFields {
 		if trimmed, ok := objects.WithoutManagedFields(obj); ok {
 			obj = trimmed
@@ -26,7 +30,7 @@ func (inf *Informer[T]) prepare(t fifo.DeltaType, obj T) (cache.Entry[T], error)
 	if inf.opts.Transform != nil {
 		var err error
 		if obj, err = inf.transform(obj); err != nil {
-			return cache.Entry[T]{}, err
+			return inf.refuse(t, raw, err)
 		}
 	}
 	if t == fifo.Deleted {
@@ -36,7 +40,23 @@ func (inf *Informer[T]) prepare(t fifo.DeltaType, obj T) (cache.Entry[T], error)
 		}
 		return cache.Entry[T]{Key: k, Object: obj}, nil
 	}
-	return inf.writer.Prepare(obj)
+	e, err := inf.writer.Prepare(obj)
+	if err != nil {
+		return inf.refuse(t, raw, err)
+	}
+	return e, nil
+}
+
+// refuse handles an object prepare cannot take, as Options.OnRefused says.
+func (inf *Informer[T]) refuse(t fifo.DeltaType, raw T, err error) (cache.Entry[T], error) {
+	k := cache.KeyOf(raw)
+	if inf.opts.OnRefused != Quarantine || k.Name == "" {
+		return cache.Entry[T]{}, err
+	}
+	if t == fifo.Deleted {
+		return cache.Entry[T]{Key: k}, nil
+	}
+	return cache.Entry[T]{}, inf.poison.refuse(k, raw.GetResourceVersion(), err)
 }
 
 // transform runs Options.Transform; a panic or a nil result is an error.

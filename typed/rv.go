@@ -17,21 +17,26 @@ type observed struct {
 	mu      sync.Mutex
 	rv      string
 	changed chan struct{} // closed when rv moves, if anyone waits
+	rev     uint64        // the store's revision at rv; 0 if unknown
 }
 
 // observe records that the cache now reflects every change up to rv: the
 // writer calls it after each batch it applied, with no lock of its own
 // held.
-func (inf *Informer[T]) observe(rv string) {
+func (inf *Informer[T]) observe(rv string, rev uint64) {
 	o := &inf.seen
 	o.mu.Lock()
 	if o.rv != "" {
 		if c, err := resourceversion.CompareResourceVersion(rv, o.rv); err == nil && c <= 0 {
+			o.rev = 0 // the store moved on without a newer version
+			if c == 0 {
+				o.rev = rev
+			}
 			o.mu.Unlock()
 			return
 		}
 	}
-	o.rv = rv
+	o.rv, o.rev = rv, rev
 	ch := o.changed
 	o.changed = nil
 	o.mu.Unlock()

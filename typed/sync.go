@@ -175,6 +175,11 @@ type Status struct {
 	Stats Stats
 	// Shard is the state of Options.Shard; zero without one.
 	Shard ShardStatus
+	// Quarantined lists the objects left out of the cache (see
+	// Quarantine), sorted by key; nil when there are none.
+	Quarantined []Quarantined
+	// Checks are what the informer's safety nets found.
+	Checks Checks
 }
 
 // Stats counts what an informer did with its source.
@@ -199,5 +204,6 @@ type Stats struct {
 func (inf *Informer[T]) Status() Status {
 	s := inf.refl.Status()
 	return Status{LastError: s.LastError, LastErrorTime: s.LastErrorTime, StaleSince: s.StaleSince,
-		LastEventTime: inf.lastEventTime(), Stats: Stats(s.Stats), Shard: ShardStatus(s.Shard)}
+		LastEventTime: inf.lastEventTime(), Stats: Stats(s.Stats), Shard: ShardStatus(s.Shard),
+		Quarantined: inf.poison.list(), Checks: inf.checks()}
 }

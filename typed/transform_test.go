@@ -31,7 +31,8 @@ import (
 var errTransform = errors.New("transform refuses this object")
 
 // TestReliabilityTransformError makes Options.Transform fail for some
-// objects (fault 20). During the initial list: the error reaches the
+// objects (fault 20), with Options.OnRefused StopAndRelist (the default,
+// Quarantine, is TestQuarantine's). During the initial list: the error reaches the
 // ErrorHandler and WaitForSync (I6), nothing is published (no half list:
 // cache empty, not synced), the informer retries with backoff, boundedly
 // (I8), and syncs with the object once the transform stops failing (I1).
@@ -69,7 +70,7 @@ func transformInitial(t *testing.T, watchList bool) {
 	failing.Store(true)
 	var errs it.ErrSink
 	inf := mustInformer(t, fake, typed.Options[*corev1.Pod]{
-		Transform: failingTransform(&failing, &failures), ErrorHandler: errs.Handle, NoWatchList: !watchList,
+		Transform: failingTransform(&failing, &failures), ErrorHandler: errs.Handle, NoWatchList: !watchList, OnRefused: typed.StopAndRelist,
 	})
 	rec := it.NewRecorder()
 	reg, err := inf.AddHandler(rec.Handler())
@@ -112,7 +113,7 @@ func transformLive(t *testing.T, watchList bool) {
 	var failures atomic.Int64
 	var errs it.ErrSink
 	inf := mustInformer(t, fake, typed.Options[*corev1.Pod]{
-		Transform: failingTransform(&failing, &failures), ErrorHandler: errs.Handle, NoWatchList: !watchList,
+		Transform: failingTransform(&failing, &failures), ErrorHandler: errs.Handle, NoWatchList: !watchList, OnRefused: typed.StopAndRelist,
 	})
 	rec := it.NewRecorder()
 	startSynced(t, inf, rec)

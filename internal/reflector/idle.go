@@ -114,6 +114,8 @@ func (r *Reflector[T]) newWatchdog(stop func()) *watchdog {
 		return nil
 	}
 	d := &watchdog{timeout: r.opts.WatchIdleTimeout, tick: r.opts.WatchIdleTimeout / 4, beating: &r.beating, stopWatch: stop}
+	d.mu.Lock() // the first check waits for d.t
+	defer d.mu.Unlock()
 	d.quietT = time.Now()
 	d.t = time.AfterFunc(d.tick, d.check)
 	return d
