@@ -26,11 +26,13 @@ import (
 // served as an API server, in one namespace and in all namespaces.
 func TestConformanceFromConfig(t *testing.T) {
 	for _, ns := range []string{conformanceNS, ""} {
-		t.Run(fmt.Sprintf("namespace=%q", ns), func(t *testing.T) {
-			sourcetest.Run(t, fakeCase(false, func(f *sourcetest.Fake[*corev1.Pod]) (source.Source[*corev1.Pod], error) {
-				return source.FromConfig[*corev1.Pod](newPodServer(t, f).config(), source.RESTOptions{Namespace: ns, Mapper: podMapper()})
-			}))
-		})
+		for _, workers := range []int{0, 3} {
+			t.Run(fmt.Sprintf("namespace=%q/workers=%d", ns, workers), func(t *testing.T) {
+				sourcetest.Run(t, fakeCase(false, func(f *sourcetest.Fake[*corev1.Pod]) (source.Source[*corev1.Pod], error) {
+					return source.FromConfig[*corev1.Pod](newPodServer(t, f).config(), source.RESTOptions{Namespace: ns, Mapper: podMapper(), DecodeWorkers: workers})
+				}))
+			})
+		}
 	}
 }
 

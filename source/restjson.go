@@ -1,6 +1,7 @@
 package source
 
 import (
+	"bytes"
 	"context"
 	gojson "encoding/json"
 	"errors"
@@ -26,6 +27,7 @@ type restSource[T cache.Object] struct {
 	namespace string
 	resource  Resource
 	gvk       schema.GroupVersionKind
+	workers   int // RESTOptions.DecodeWorkers
 }
 
 // Resource tells the mapped resource and its scope.
@@ -88,21 +90,28 @@ func (s *restSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (Wat
 		cancel()
 		return nil, &Error{Phase: PhaseWatchStart, Err: err}
 	}
-	w := &restWatcher[T]{src: s, ctx: ctx, cancel: cancel, body: body, read: &recordingReader{r: body}}
-	w.dec = json.NewDecoderCaseSensitivePreserveInts(w.read)
+	if s.workers > 1 {
+		return newParallelWatcher(s, ctx, cancel, body, HintsFrom(ctx).DropManagedFields), nil
+	}
+	w := &restWatcher[T]{src: s, ctx: ctx, cancel: cancel, body: body, read: &recordingReader{r: body},
+		cutMF: HintsFrom(ctx).DropManagedFields}
+	w.lines = newLineReader(w.read)
 	return w, nil
 }
 
-// restWatcher decodes a JSON watch stream on the caller's goroutine: the
-// event's type, then its object straight into T (or into a Status for an
-// ERROR event).
+// restWatcher decodes a JSON watch stream on the caller's goroutine: each
+// line's event, its object straight into T (or into a Status for an ERROR
+// event); from the first line that is not one event, the general
+// streaming decoder.
 type restWatcher[T cache.Object] struct {
 	src     *restSource[T]
 	ctx     context.Context
 	cancel  context.CancelFunc
 	body    io.ReadCloser
 	read    *recordingReader
-	dec     json.Decoder
+	lines   *lineReader  // nil once dec took over
+	dec     json.Decoder // the general decoder, once needed
+	cutMF   bool         // drop managedFields before decoding
 	stopped atomic.Bool
 	once    sync.Once
 }
@@ -165,8 +174,30 @@ func (r *recordingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// decode reads one {"type": ..., "object": ...} value.
+// decode reads the next event.
 func (w *restWatcher[T]) decode() (Event[T], error) {
+	for w.lines != nil {
+		line, err := w.lines.next()
+		if err != nil {
+			return Event[T]{}, err
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		ev, err := w.src.decodeFrame(line, w.cutMF)
+		if !errors.Is(err, errNotAFrame) {
+			w.lines.shrink()
+			return ev, err
+		}
+		w.dec = json.NewDecoderCaseSensitivePreserveInts(w.lines.unread(line))
+		w.lines = nil
+	}
+	return w.decodeStream()
+}
+
+// decodeStream reads one {"type": ..., "object": ...} value with the
+// general decoder.
+func (w *restWatcher[T]) decodeStream() (Event[T], error) {
 	if err := w.delim('{'); err != nil {
 		return Event[T]{}, err
 	}
@@ -223,17 +254,17 @@ func (w *restWatcher[T]) decode() (Event[T], error) {
 			return Event[T]{}, err
 		}
 	}
-	return w.event(typ, obj, status, seen)
+	return w.src.event(typ, obj, status, seen)
 }
 
 // event checks a decoded event and makes it an Event or a stream error.
-func (w *restWatcher[T]) event(typ watch.EventType, obj T, status *metav1.Status, seen bool) (Event[T], error) {
+func (s *restSource[T]) event(typ watch.EventType, obj T, status *metav1.Status, seen bool) (Event[T], error) {
 	switch typ {
 	case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
 		if !seen {
 			return Event[T]{}, &Error{Phase: PhaseWatch, Err: fmt.Errorf("%w: %s event without an object", ErrMalformed, typ)}
 		}
-		if err := w.src.check(obj); err != nil {
+		if err := s.check(obj); err != nil {
 			return Event[T]{}, &Error{Phase: PhaseWatch, Err: fmt.Errorf("%s event: %w", typ, err)}
 		}
 		return Event[T]{Type: typ, Object: obj}, nil

@@ -46,7 +46,7 @@ func BenchmarkHeapPerPod(b *testing.B) {
 			for range b.N {
 				replay := &bench.Replay{List: list, WatchType: "application/json"}
 				before := liveHeap()
-				r := startWire(b, impl, replay, false, func() {}, typed.Options[*corev1.Pod]{})
+				r := startWire(b, impl, replay, false, 0, func() {}, typed.Options[*corev1.Pod]{})
 				if !r.synced(context.Background()) {
 					b.Fatal("not synced")
 				}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	goruntime "runtime"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,11 +58,11 @@ func (listWatchNoStream) IsWatchListSemanticsUnSupported() bool { return true }
 
 // startWire runs an informer of impl whose requests replay answers, with
 // one handler calling hit.
-func startWire(b *testing.B, impl string, replay *bench.Replay, protobuf bool, hit func(), opts typed.Options[*corev1.Pod]) *running {
+func startWire(b *testing.B, impl string, replay *bench.Replay, protobuf bool, workers int, hit func(), opts typed.Options[*corev1.Pod]) *running {
 	b.Helper()
 	cfg := replay.Config(protobuf)
 	if impl == "ours" {
-		src, err := source.FromConfig[*corev1.Pod](cfg, source.RESTOptions{Mapper: bench.Mapper(), Protobuf: protobuf})
+		src, err := source.FromConfig[*corev1.Pod](cfg, source.RESTOptions{Mapper: bench.Mapper(), Protobuf: protobuf, DecodeWorkers: workers})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -96,22 +97,38 @@ func BenchmarkWire(b *testing.B) {
 		data, contentType := wireStream(b, format)
 		for _, impl := range impls {
 			b.Run(fmt.Sprintf("format=%s/impl=%s", format, impl), func(b *testing.B) {
-				benchmarkWire(b, impl, data, contentType, format == "protobuf", typed.Options[*corev1.Pod]{})
+				benchmarkWire(b, impl, data, contentType, format == "protobuf", 0)
 			})
 		}
 	}
 }
 
-func benchmarkWire(b *testing.B, impl string, data []byte, contentType string, protobuf bool, opts typed.Options[*corev1.Pod]) {
+func benchmarkWire(b *testing.B, impl string, data []byte, contentType string, protobuf bool, workers int) {
 	replay := &bench.Replay{List: emptyList, Watch: data, WatchType: contentType, Repeat: (b.N + streamEvents - 1) / streamEvents}
 	c := newCounter(b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
-	r := startWire(b, impl, replay, protobuf, c.hit, opts)
+	r := startWire(b, impl, replay, protobuf, workers, c.hit, typed.Options[*corev1.Pod]{})
 	<-c.done
 	b.StopTimer()
 	r.stop()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkWireParallel is BenchmarkWire for JSON with our decoding spread
+// over two goroutines (source.RESTOptions.DecodeWorkers), events still
+// committed in stream order, at GOMAXPROCS 1 and 2; client-go, which
+// decodes on one goroutine, beside it.
+func BenchmarkWireParallel(b *testing.B) {
+	data, contentType := wireStream(b, "json")
+	for _, procs := range []int{1, 2} {
+		for _, impl := range impls {
+			b.Run(fmt.Sprintf("procs=%d/impl=%s", procs, impl), func(b *testing.B) {
+				defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(procs))
+				benchmarkWire(b, impl, data, contentType, false, 2)
+			})
+		}
+	}
 }
 
 // BenchmarkDecodeWatchEvent measures one JSON watch event decoded, frame

@@ -1,0 +1,216 @@
+package source
+
+import "bytes"
+
+// This file finds the parts of a JSON watch frame the decoder needs without
+// decoding it: the event's type and object, and the object's
+// metadata.managedFields, so that they can be cut out before the object is
+// decoded. The functions report false for anything they do not recognise;
+// the caller then decodes the frame the general way.
+
+// skipSpace returns the index of the first non-space byte of b from i.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\r', '\n':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipString returns the index after the string starting at b[i] (a
+// quote), and whether it has escapes.
+func skipString(b []byte, i int) (end int, escaped, ok bool) {
+	i++
+	for {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return 0, false, false
+		}
+		j += i
+		// An odd run of backslashes before the quote escapes it.
+		n := 0
+		for k := j - 1; k >= i && b[k] == '\\'; k-- {
+			n++
+		}
+		if n > 0 {
+			escaped = true
+		}
+		if n%2 == 0 {
+			return j + 1, escaped || bytes.IndexByte(b[i:j], '\\') >= 0, true
+		}
+		i = j + 1
+	}
+}
+
+// skipValue returns the index after the JSON value starting at b[i].
+func skipValue(b []byte, i int) (int, bool) {
+	if i >= len(b) {
+		return 0, false
+	}
+	switch b[i] {
+	case '"':
+		end, _, ok := skipString(b, i)
+		return end, ok
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				end, _, ok := skipString(b, i)
+				if !ok {
+					return 0, false
+				}
+				i = end
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1, true
+				}
+			}
+			i++
+		}
+		return 0, false
+	}
+	// A number, true, false or null: up to the next delimiter.
+	for j := i; j < len(b); j++ {
+		switch b[j] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return j, j > i
+		}
+	}
+	return len(b), true
+}
+
+// member is one member of a JSON object: where it starts (its key's quote)
+// and where its value starts and ends.
+type member struct {
+	key             []byte // without quotes; escaped keys are not matched
+	start, val, end int
+}
+
+// members calls f for each member of the object starting at b[i] until f
+// returns false; it reports whether the object was well formed up to there.
+func members(b []byte, i int, f func(m member) bool) bool {
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return true
+	}
+	for i < len(b) {
+		if b[i] != '"' {
+			return false
+		}
+		kend, escaped, ok := skipString(b, i)
+		if !ok {
+			return false
+		}
+		m := member{start: i}
+		if !escaped {
+			m.key = b[i+1 : kend-1]
+		}
+		j := skipSpace(b, kend)
+		if j >= len(b) || b[j] != ':' {
+			return false
+		}
+		m.val = skipSpace(b, j+1)
+		if m.end, ok = skipValue(b, m.val); !ok {
+			return false
+		}
+		if !f(m) {
+			return true
+		}
+		i = skipSpace(b, m.end)
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case '}':
+			return true
+		case ',':
+			i = skipSpace(b, i+1)
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// envelope splits a watch frame {"type": T, "object": O} (in that order,
+// nothing else, as the API server writes it) into T's bytes and O's.
+func envelope(frame []byte) (typ, obj []byte, ok bool) {
+	var n int
+	well := members(frame, skipSpace(frame, 0), func(m member) bool {
+		switch {
+		case n == 0 && string(m.key) == "type" && frame[m.val] == '"':
+			end, escaped, _ := skipString(frame, m.val)
+			if escaped {
+				return false
+			}
+			typ = frame[m.val+1 : end-1]
+		case n == 1 && string(m.key) == "object" && typ != nil:
+			obj = frame[m.val:m.end]
+		default:
+			obj = nil
+			return false
+		}
+		n++
+		return true
+	})
+	return typ, obj, well && n == 2 && obj != nil
+}
+
+var managedFieldsKey = []byte("managedFields")
+
+// cutManagedFields removes metadata.managedFields from the JSON object in
+// obj, in place, and returns the shorter object; obj unchanged if it has
+// none or is not recognised.
+func cutManagedFields(obj []byte) []byte {
+	var meta member
+	found := false
+	members(obj, 0, func(m member) bool {
+		if string(m.key) == "metadata" {
+			meta, found = m, true
+			return false
+		}
+		return true
+	})
+	if !found || obj[meta.val] != '{' {
+		return obj
+	}
+	var cut, prevEnd int
+	var mf member
+	first := true
+	found = false
+	members(obj, meta.val, func(m member) bool {
+		if bytes.Equal(m.key, managedFieldsKey) {
+			mf, found = m, true
+			return false
+		}
+		prevEnd, first = m.end, false
+		return true
+	})
+	if !found {
+		return obj
+	}
+	start, end := prevEnd, mf.end // from the end of the previous member: its comma goes
+	if first {
+		// The first member: cut up to the next member, with its comma.
+		start = mf.start
+		j := skipSpace(obj, mf.end)
+		if j < len(obj) && obj[j] == ',' {
+			end = skipSpace(obj, j+1)
+		}
+	}
+	cut = end - start
+	copy(obj[start:], obj[end:])
+	return obj[:len(obj)-cut]
+}

@@ -1,0 +1,162 @@
+package source
+
+import (
+	"bytes"
+	gojson "encoding/json"
+	"errors"
+	"io"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/json"
+)
+
+// The API server writes a JSON watch stream one event per line. The REST
+// watcher reads it line by line, finds the event's type and object with a
+// scan that decodes nothing (jsonscan.go), cuts the object's managedFields
+// out when the caller drops them anyway, and decodes the object once,
+// straight into T. A stream that does not look like that (an event over
+// several lines, members in another order) is decoded from then on by the
+// general streaming decoder, which takes any JSON.
+
+// maxKeptLine is the largest line buffer a reader keeps between events; a
+// larger one (a huge object) is dropped after its event.
+const maxKeptLine = 1 << 20
+
+// lineReader reads newline-terminated lines.
+type lineReader struct {
+	r    io.Reader
+	buf  []byte
+	head int // start of the unread bytes
+	tail int // end of the read bytes
+	err  error
+}
+
+func newLineReader(r io.Reader) *lineReader {
+	return &lineReader{r: r, buf: make([]byte, 64<<10)}
+}
+
+// next returns the next line without its newline, valid until the next
+// call. At the end of the stream it returns io.EOF, or
+// io.ErrUnexpectedEOF if the stream ended within a line.
+func (l *lineReader) next() ([]byte, error) {
+	from := 0 // bytes after head already searched
+	for {
+		if i := bytes.IndexByte(l.buf[l.head+from:l.tail], '\n'); i >= 0 {
+			end := l.head + from + i
+			line := l.buf[l.head:end]
+			l.head = end + 1
+			return line, nil
+		}
+		from = l.tail - l.head
+		if l.err != nil {
+			if len(bytes.TrimSpace(l.buf[l.head:l.tail])) > 0 {
+				return nil, io.ErrUnexpectedEOF
+			}
+			return nil, l.err
+		}
+		l.fill() // moves the unread bytes to the front: from stays right
+	}
+}
+
+// fill reads more, first moving the unread bytes to the front of the
+// buffer, or growing it if they fill it.
+func (l *lineReader) fill() {
+	if l.head > 0 {
+		n := copy(l.buf, l.buf[l.head:l.tail])
+		l.head, l.tail = 0, n
+	}
+	if l.tail == len(l.buf) {
+		l.buf = append(l.buf, make([]byte, len(l.buf))...)
+	}
+	n, err := l.r.Read(l.buf[l.tail:])
+	l.tail += n
+	if err != nil {
+		l.err = err
+	}
+}
+
+// shrink drops a buffer a huge line left behind.
+func (l *lineReader) shrink() {
+	if len(l.buf) > maxKeptLine && l.tail-l.head <= maxKeptLine/2 {
+		b := make([]byte, maxKeptLine/2)
+		l.tail = copy(b, l.buf[l.head:l.tail])
+		l.head, l.buf = 0, b
+	}
+}
+
+// unread returns what the reader holds from the start of the line next
+// returned last, and the rest of the stream: the general decoder goes on
+// from there.
+func (l *lineReader) unread(line []byte) io.Reader {
+	start := l.head - len(line) - 1
+	held := bytes.Clone(l.buf[start:l.tail])
+	return io.MultiReader(bytes.NewReader(held), &errReader{r: l.r, err: l.err})
+}
+
+// errReader reads r, or returns err if the stream already failed.
+type errReader struct {
+	r   io.Reader
+	err error
+}
+
+func (e *errReader) Read(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	return e.r.Read(p)
+}
+
+// errNotAFrame: a line is not one event as the API server writes it.
+var errNotAFrame = errors.New("source: not a one-line watch event")
+
+// decodeFrame decodes one line holding one watch event. It returns
+// errNotAFrame for a line it does not recognise, before changing it.
+func (s *restSource[T]) decodeFrame(line []byte, cutMF bool) (Event[T], error) {
+	typ, obj, ok := envelope(line)
+	if !ok {
+		return Event[T]{}, errNotAFrame
+	}
+	if watch.EventType(typ) == watch.Error {
+		var status *metav1.Status
+		if err := json.UnmarshalCaseSensitivePreserveInts(obj, &status); err != nil {
+			return Event[T]{}, err
+		}
+		return s.event(watch.Error, *new(T), status, true)
+	}
+	if cutMF {
+		obj = cutManagedFields(obj)
+	}
+	var t T
+	if err := json.UnmarshalCaseSensitivePreserveInts(obj, &t); err != nil {
+		return Event[T]{}, err
+	}
+	return s.event(watch.EventType(typ), t, nil, true)
+}
+
+// decodeAnyFrame decodes a line holding one watch event with its members
+// in any order, the general way.
+func (s *restSource[T]) decodeAnyFrame(line []byte) (Event[T], error) {
+	var ev struct {
+		Type   watch.EventType   `json:"type"`
+		Object gojson.RawMessage `json:"object"`
+	}
+	if err := json.UnmarshalCaseSensitivePreserveInts(line, &ev); err != nil {
+		return Event[T]{}, err
+	}
+	if ev.Object == nil {
+		return s.event(ev.Type, *new(T), nil, false)
+	}
+	if ev.Type == watch.Error {
+		var status *metav1.Status
+		if err := json.UnmarshalCaseSensitivePreserveInts(ev.Object, &status); err != nil {
+			return Event[T]{}, err
+		}
+		return s.event(watch.Error, *new(T), status, true)
+	}
+	var t T
+	if err := json.UnmarshalCaseSensitivePreserveInts(ev.Object, &t); err != nil {
+		return Event[T]{}, err
+	}
+	return s.event(ev.Type, t, nil, true)
+}
