@@ -148,9 +148,10 @@ func FromConfig[T cache.Object](cfg *rest.Config, opts RESTOptions) (Source[T], 
 		}
 		return q
 	}
+	rs := &restSource[T]{request: req, namespace: opts.Namespace, resource: r, gvk: gvk, workers: opts.DecodeWorkers}
 	if opts.Protobuf {
 		ns := opts.Namespace
-		return &runtimeSource[T]{
+		lister := &runtimeSource[T]{
 			list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				return req(o, ns).Do(ctx).Get()
 			},
@@ -160,9 +161,13 @@ func FromConfig[T cache.Object](cfg *rest.Config, opts RESTOptions) (Source[T], 
 			},
 			resource:  r,
 			watchList: true,
-		}, nil
+		}
+		if _, ok := any(newT()).(protoUnmarshaler); ok {
+			return &protoSource[T]{runtimeSource: lister, rest: rs, newT: newT}, nil
+		}
+		return lister, nil
 	}
-	return &restSource[T]{request: req, namespace: opts.Namespace, resource: r, gvk: gvk, workers: opts.DecodeWorkers}, nil
+	return rs, nil
 }
 
 // newObjectFunc returns a function making a new, empty T, or an error if

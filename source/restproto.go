@@ -1,0 +1,288 @@
+package source
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/typedinformer/informer/cache"
+)
+
+// protoUnmarshaler is what the generated protobuf code of the built-in
+// types gives every object: it decodes the object's own message.
+type protoUnmarshaler interface{ Unmarshal([]byte) error }
+
+// protoSource lists through client-go's codecs and watches with its own
+// protobuf decoder: each length-prefixed frame is a metav1.WatchEvent
+// whose object is the "k8s\x00" envelope (runtime.Unknown) around the
+// object's message, which it unmarshals straight into a new T, without the
+// copies and the scheme lookups of the general codec.
+type protoSource[T cache.Object] struct {
+	*runtimeSource[T] // List, Resource, SupportsWatchList
+	rest              *restSource[T]
+	newT              func() T
+}
+
+func (p *protoSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (Watcher[T], error) {
+	opts.Watch = true
+	ctx, cancel := context.WithCancel(ctx)
+	body, err := p.rest.request(opts, p.rest.namespace).Throttle(nil).Stream(ctx)
+	if err != nil {
+		cancel()
+		return nil, &Error{Phase: PhaseWatchStart, Err: err}
+	}
+	read := &recordingReader{r: body}
+	return &protoWatcher[T]{src: p, ctx: ctx, cancel: cancel, body: body, read: read,
+		in: newBufReader(read), cutMF: HintsFrom(ctx).DropManagedFields}, nil
+}
+
+// protoWatcher decodes a protobuf watch stream on the caller's goroutine;
+// if the server answered in JSON instead, it hands over to the JSON
+// watcher.
+type protoWatcher[T cache.Object] struct {
+	src     *protoSource[T]
+	ctx     context.Context
+	cancel  context.CancelFunc
+	body    io.ReadCloser
+	read    *recordingReader
+	in      *bufio.Reader
+	cutMF   bool
+	json    *restWatcher[T] // set if the stream is JSON
+	sniffed bool
+	frame   []byte
+	stopped atomic.Bool
+	once    sync.Once
+}
+
+func (w *protoWatcher[T]) Stop() {
+	w.once.Do(func() {
+		w.stopped.Store(true)
+		w.cancel()
+		_ = w.body.Close()
+	})
+}
+
+func (w *protoWatcher[T]) Next(ctx context.Context) (Event[T], error) {
+	if err := ctx.Err(); err != nil {
+		return Event[T]{}, err
+	}
+	if w.stopped.Load() {
+		return Event[T]{}, ErrWatchClosed
+	}
+	if ctx != w.ctx {
+		defer context.AfterFunc(ctx, w.Stop)()
+	}
+	if !w.sniffed {
+		w.sniffed = true
+		// A frame starts with its length, whose first byte is 0 for any
+		// frame under 16 MiB; JSON starts with a brace or a space.
+		if b, err := w.in.Peek(1); err == nil && (b[0] == '{' || skipSpace(b, 0) > 0) {
+			w.json = &restWatcher[T]{src: w.src.rest, ctx: w.ctx, cancel: w.cancel, body: w.body, read: w.read, cutMF: w.cutMF}
+			w.json.lines = newLineReader(w.in)
+		}
+	}
+	var ev Event[T]
+	var err error
+	if w.json != nil {
+		ev, err = w.json.decode()
+	} else {
+		ev, err = w.decode()
+	}
+	switch {
+	case err == nil:
+		return ev, nil
+	case ctx.Err() != nil:
+		return Event[T]{}, ctx.Err()
+	case w.stopped.Load():
+		return Event[T]{}, ErrWatchClosed
+	}
+	var se *Error
+	if errors.As(err, &se) {
+		return Event[T]{}, err
+	}
+	if w.read.err != nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return Event[T]{}, ErrWatchClosed
+	}
+	return Event[T]{}, &Error{Phase: PhaseWatch, Err: fmt.Errorf("%w: decode %v watch event: %w", ErrMalformed, w.src.rest.resource, err)}
+}
+
+// maxFrame bounds a frame's length: what the API server can send is far
+// less (etcd's request limit); a larger length is a broken stream.
+const maxFrame = 256 << 20
+
+// decode reads one frame and decodes its event.
+func (w *protoWatcher[T]) decode() (Event[T], error) {
+	var n [4]byte
+	if _, err := io.ReadFull(w.in, n[:]); err != nil {
+		return Event[T]{}, err
+	}
+	size := binary.BigEndian.Uint32(n[:])
+	if size > maxFrame {
+		return Event[T]{}, fmt.Errorf("frame of %d bytes", size)
+	}
+	if cap(w.frame) < int(size) {
+		w.frame = make([]byte, size)
+	}
+	frame := w.frame[:size]
+	if _, err := io.ReadFull(w.in, frame); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return Event[T]{}, err
+	}
+	if cap(w.frame) > maxKeptLine {
+		defer func() { w.frame = nil }()
+	}
+	typ, raw, err := watchEventFields(frame)
+	if err != nil {
+		return Event[T]{}, err
+	}
+	apiVersion, kind, obj, err := unknownFields(raw)
+	if err != nil {
+		return Event[T]{}, err
+	}
+	s := w.src.rest
+	if watch.EventType(typ) == watch.Error {
+		status := &metav1.Status{}
+		if kind != "Status" {
+			return s.event(watch.Error, *new(T), nil, true) // no status: malformed
+		}
+		if err := status.Unmarshal(obj); err != nil {
+			return Event[T]{}, err
+		}
+		return s.event(watch.Error, *new(T), status, true)
+	}
+	if gv := s.gvk.GroupVersion().String(); kind != s.gvk.Kind || apiVersion != gv {
+		return Event[T]{}, &Error{Phase: PhaseWatch, Err: fmt.Errorf("%s event: %w: want %v, got %s %s", typ, ErrWrongType, s.gvk, apiVersion, kind)}
+	}
+	t := w.src.newT()
+	u, _ := any(t).(protoUnmarshaler)
+	if err := u.Unmarshal(obj); err != nil {
+		return Event[T]{}, err
+	}
+	if w.cutMF {
+		// The generated code cannot skip a field; drop them here, on
+		// an object nobody else has seen yet.
+		t.SetManagedFields(nil)
+	}
+	return s.event(watch.EventType(typ), t, nil, true)
+}
+
+// errProto: a frame is not the protobuf the API server writes.
+var errProto = errors.New("not a protobuf watch event")
+
+// protoMagic starts the protobuf envelope of every object.
+var protoMagic = []byte("k8s\x00")
+
+// watchEventFields reads a metav1.WatchEvent: type (1) and object (2, a
+// RawExtension whose raw bytes are field 1).
+func watchEventFields(b []byte) (typ string, raw []byte, err error) {
+	var object []byte
+	err = fields(b, func(num int, val []byte) error {
+		switch num {
+		case 1:
+			typ = string(val)
+		case 2:
+			object = val
+		}
+		return nil
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	err = fields(object, func(num int, val []byte) error {
+		if num == 1 {
+			raw = val
+		}
+		return nil
+	})
+	if err != nil || typ == "" || raw == nil {
+		return "", nil, fmt.Errorf("%w: no type or object", errProto)
+	}
+	return typ, raw, err
+}
+
+// unknownFields reads the "k8s\x00" envelope, a runtime.Unknown: its type
+// (1: apiVersion 1, kind 2), raw object (2) and content encoding (3).
+func unknownFields(b []byte) (apiVersion, kind string, obj []byte, err error) {
+	if len(b) < len(protoMagic) || string(b[:len(protoMagic)]) != string(protoMagic) {
+		return "", "", nil, fmt.Errorf("%w: no envelope", errProto)
+	}
+	var encoding string
+	err = fields(b[len(protoMagic):], func(num int, val []byte) error {
+		switch num {
+		case 1:
+			return fields(val, func(num int, val []byte) error {
+				switch num {
+				case 1:
+					apiVersion = string(val)
+				case 2:
+					kind = string(val)
+				}
+				return nil
+			})
+		case 2:
+			obj = val
+		case 3:
+			encoding = string(val)
+		}
+		return nil
+	})
+	if err == nil && encoding != "" {
+		err = fmt.Errorf("%w: content encoding %q", errProto, encoding)
+	}
+	return apiVersion, kind, obj, err
+}
+
+// fields calls f with each length-delimited field of the message in b
+// (other wire types are skipped), in order.
+func fields(b []byte, f func(num int, val []byte) error) error {
+	for len(b) > 0 {
+		tag, n := binary.Uvarint(b)
+		if n <= 0 {
+			return fmt.Errorf("%w: bad tag", errProto)
+		}
+		b = b[n:]
+		num, wire := int(tag>>3), tag&7
+		switch wire {
+		case 0: // varint
+			if _, n = binary.Uvarint(b); n <= 0 {
+				return fmt.Errorf("%w: bad varint", errProto)
+			}
+			b = b[n:]
+		case 1: // fixed64
+			if len(b) < 8 {
+				return fmt.Errorf("%w: short fixed64", errProto)
+			}
+			b = b[8:]
+		case 5: // fixed32
+			if len(b) < 4 {
+				return fmt.Errorf("%w: short fixed32", errProto)
+			}
+			b = b[4:]
+		case 2: // length-delimited
+			l, n := binary.Uvarint(b)
+			if n <= 0 || l > uint64(len(b)-n) {
+				return fmt.Errorf("%w: bad length", errProto)
+			}
+			val := b[n : n+int(l)]
+			b = b[n+int(l):]
+			if err := f(num, val); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("%w: wire type %d", errProto, wire)
+		}
+	}
+	return nil
+}
+
+func newBufReader(r io.Reader) *bufio.Reader { return bufio.NewReaderSize(r, 32<<10) }
