@@ -103,6 +103,13 @@ type Snapshot struct {
 	QueuedItems int
 	// Handlers holds one entry per handler, in no particular order.
 	Handlers []Handler
+	// Sharded is true for an informer restricted to a shard
+	// (typed.Options.Shard). ShardClientFiltering is then true while the
+	// server ignores the shard selector and the informer filters on the
+	// client, and ShardFiltered counts the objects and events it dropped
+	// as outside its shard.
+	Sharded, ShardClientFiltering bool
+	ShardFiltered                 int
 }
 
 // Handler is the state of one of an informer's handlers.

@@ -52,6 +52,7 @@ func (inf *Informer[T]) metricsState(s *metrics.Snapshot) {
 		ResourceVersion: inf.LastSyncResourceVersion(),
 		QueuedItems:     inf.queue.Len(),
 		Handlers:        s.Handlers[:0],
+		Sharded:         st.Shard.Selector != "", ShardClientFiltering: st.Shard.ClientFiltering, ShardFiltered: st.Shard.Filtered,
 	}
 	inf.mu.Lock()
 	defer inf.mu.Unlock()

@@ -194,7 +194,15 @@ func (r *Reflector[T]) apply(ev source.Event[T]) error {
 		return malformedEvent("event type %q", ev.Type)
 	}
 	if !r.inShard(ev.Object) {
-		r.advance(ev.Object.GetResourceVersion())
+		// Outside the shard: only its version moves on, so that a wait
+		// for a write's resourceVersion sees the cache pass it.
+		rv := ev.Object.GetResourceVersion()
+		if rv != "" {
+			if err := r.pushOne(fifo.Delta[T]{Type: fifo.Bookmark, ResourceVersion: rv}); err != nil {
+				return err
+			}
+		}
+		r.advance(rv)
 		return nil
 	}
 	e, err := r.opts.Prepare(d.Type, ev.Object)

@@ -36,6 +36,10 @@ var (
 		"Calls of the handler that panicked.", handlerLabels, nil)
 	mergedDesc = prometheus.NewDesc("informer_handler_merged_total",
 		"Notifications the handler's coalescing buffer merged into another or cancelled out.", handlerLabels, nil)
+	shardClientDesc = prometheus.NewDesc("informer_shard_client_filtering",
+		"For a sharded informer: 1 while the server ignores its shard selector and it filters on the client, else 0.", informerLabels, nil)
+	shardFilteredDesc = prometheus.NewDesc("informer_shard_filtered_total",
+		"For a sharded informer: listed objects and watch events dropped on the client as outside its shard.", informerLabels, nil)
 )
 
 // stateCollector reads every registered informer's state at collection.
@@ -44,7 +48,8 @@ type stateCollector struct{ m *Metrics }
 // Describe implements prometheus.Collector.
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{queuedItemsDesc, storeRVDesc, syncedDesc, listsDesc, watchListsDesc,
-		relistsDesc, watchesDesc, restartsDesc, lastErrorDesc, sinceEventDesc, pendingDesc, panicsDesc, mergedDesc} {
+		relistsDesc, watchesDesc, restartsDesc, lastErrorDesc, sinceEventDesc, pendingDesc, panicsDesc, mergedDesc,
+		shardClientDesc, shardFilteredDesc} {
 		ch <- d
 	}
 }
@@ -83,6 +88,10 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 			last = r.since
 		}
 		gauge(sinceEventDesc, max(now.Sub(last), 0).Seconds())
+		if s.Sharded {
+			gauge(shardClientDesc, bit(s.ShardClientFiltering))
+			counter(shardFilteredDesc, s.ShardFiltered)
+		}
 		for _, h := range s.Handlers {
 			hl := append(lv[:4:4], h.Name)
 			ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(h.Pending), hl...)
