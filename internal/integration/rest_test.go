@@ -70,9 +70,13 @@ func TestConformanceRealServer(t *testing.T) {
 	leakcheck.Check(t)
 	c := testcluster.Start(t, testcluster.Options{APIServerFlags: []string{"--watch-cache=false"}})
 	cs := protobufClientset(t, c.AdminConfig())
-	fromConfig := func(protobuf bool) func(t *testing.T, ns string) source.Source[*corev1.ConfigMap] {
+	fromConfig := func(protobuf bool, workers ...int) func(t *testing.T, ns string) source.Source[*corev1.ConfigMap] {
 		return func(t *testing.T, ns string) source.Source[*corev1.ConfigMap] {
-			src, err := source.FromConfig[*corev1.ConfigMap](c.AdminConfig(), source.RESTOptions{Namespace: ns, Protobuf: protobuf})
+			opts := source.RESTOptions{Namespace: ns, Protobuf: protobuf}
+			if len(workers) > 0 {
+				opts.DecodeWorkers = workers[0]
+			}
+			src, err := source.FromConfig[*corev1.ConfigMap](c.AdminConfig(), opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,6 +85,7 @@ func TestConformanceRealServer(t *testing.T) {
 	}
 	t.Run("FromConfig", func(t *testing.T) { sourcetest.Run(t, configMapCase(c, cs, fromConfig(false))) })
 	t.Run("FromConfigProtobuf", func(t *testing.T) { sourcetest.Run(t, configMapCase(c, cs, fromConfig(true))) })
+	t.Run("FromConfigDecodeWorkers", func(t *testing.T) { sourcetest.Run(t, configMapCase(c, cs, fromConfig(false, 3))) })
 	t.Run("FromListerWatcher", func(t *testing.T) {
 		real := clientset(t, c.AdminConfig())
 		sourcetest.Run(t, configMapCase(c, cs, func(t *testing.T, ns string) source.Source[*corev1.ConfigMap] {
