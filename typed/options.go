@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/internal/reflector"
 	"github.com/typedinformer/informer/metrics"
 )
 
@@ -114,6 +115,11 @@ type Options[T cache.Object] struct {
 // bookmark for a watcher whose buffer is full, and then events flow) does
 // not trip it.
 const DefaultWatchIdleTimeout = 150 * time.Second
+
+// ErrWatchIdle is wrapped by the error reported when a watch delivered
+// nothing for Options.WatchIdleTimeout and was stopped; the informer
+// watches again from its last resourceVersion.
+var ErrWatchIdle = reflector.ErrWatchIdle
 
 // idleTimeout is the reflector's idle timeout for Options.WatchIdleTimeout.
 func idleTimeout(d time.Duration) time.Duration {

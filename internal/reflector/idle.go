@@ -15,8 +15,8 @@ import (
 // ErrWatchIdle is wrapped by the error reported when a watch delivered
 // neither an event nor a bookmark for Options.WatchIdleTimeout: the
 // reflector stops it and watches again from the last resourceVersion,
-// without a relist.
-var ErrWatchIdle = errors.New("reflector: watch idle")
+// without a relist. Package typed exports it.
+var ErrWatchIdle = errors.New("typed: watch idle")
 
 // ErrLeftOut, wrapped by an error of Options.Prepare, leaves the object out
 // instead of refusing it: the reflector goes on past it, and hands the sink,
