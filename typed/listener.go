@@ -148,8 +148,13 @@ func (l *listener[T]) appendLocked(ns []notification[T], rev uint64, first bool)
 		}
 		return
 	}
-	for i := range ns {
-		l.addLocked(ns[i])
+	if l.pending == nil {
+		l.buf = append(l.buf, ns...) // one copy: nothing to merge
+		l.depth.Add(int64(len(ns)))
+	} else {
+		for i := range ns {
+			l.addLocked(ns[i])
+		}
 	}
 	if first {
 		l.markLocked()
