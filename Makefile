@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all demo test test-unit test-integration bench bench-all soak fmt lint vet cluster-bin chromium demo-cluster clean
+.PHONY: all demo test test-unit test-integration bench bench-all soak fmt lint vet cluster-bin chromium demo-cluster clean demo-shards
 
 all: lint test
 
@@ -59,6 +59,10 @@ chromium:
 ## demo-cluster: start a local kube-apiserver + etcd, seed pods, run the demo against it.
 demo-cluster: cluster-bin
 	bash hack/demo-cluster.sh
+
+## demo-shards: run a pod informer as 3 shards on a local kube-apiserver with ShardedListAndWatch and print each shard's share.
+demo-shards: cluster-bin
+	$(GO) run ./examples/shards
 
 fmt:
 	gofmt -w .

@@ -93,6 +93,8 @@ type Informer[T cache.Object] struct {
 	status Status
 	since  time.Time // the current range's start
 	base   int64     // events at since
+	last   *Range    // the previous range, nil before the first
+	lastAt time.Time // when it stopped
 }
 
 // NewInformer returns an informer of src's objects sharded by m: it
@@ -354,10 +356,17 @@ func (s *Informer[T]) start(ctx context.Context, r Range) (*running[T], error) {
 	}
 	s.status.LastReshard = now
 	s.status.Range, s.status.Active = r, true
-	if at, ok := s.m.LastRelease(r, now.Add(-3*s.m.LeaseDuration())); ok {
-		s.status.HandoffGap, s.status.HandoffGapKnown = now.Sub(at), true
-	} else {
-		s.status.HandoffGap, s.status.HandoffGapKnown = 0, false
+	s.status.HandoffGap, s.status.HandoffGapKnown = 0, false
+	if s.last == nil || !within(r, *s.last) {
+		// Something was gained: from whoever gave it up last, since
+		// (about) when this replica noticed the change.
+		since := now
+		if !s.lastAt.IsZero() {
+			since = s.lastAt
+		}
+		if at, ok := s.m.LastRelease(r, since.Add(-s.m.LeaseDuration())); ok {
+			s.status.HandoffGap, s.status.HandoffGapKnown = now.Sub(at), true
+		}
 	}
 	s.cur, s.since, s.base = inf, now, s.events.Load()
 	s.stMu.Unlock()
@@ -406,6 +415,7 @@ func (s *Informer[T]) stop(run *running[T], next *Range, tell bool) {
 	s.stMu.Lock()
 	s.cur = nil
 	s.status.Active = false
+	s.last, s.lastAt = &run.r, time.Now()
 	s.stMu.Unlock()
 	sh := Shard{Key: s.opts.Key}
 	s.mu.Lock()
@@ -423,4 +433,9 @@ func (s *Informer[T]) stop(run *running[T], next *Range, tell bool) {
 			s.deliverDelete(Deleted[T]{Deleted: handler.Deleted[T]{Object: obj, Key: k}, MovedOut: true})
 		}
 	}
+}
+
+// within reports whether r lies inside o.
+func within(r, o Range) bool {
+	return r.Start >= o.Start && (o.End == 0 || (r.End != 0 && r.End <= o.End))
 }
