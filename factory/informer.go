@@ -50,17 +50,25 @@ type Scope struct {
 	// TweakName names Tweak in the sharing key and in the informer's
 	// name. It must be set with Tweak, and only with it.
 	TweakName string
+	// Shard restricts the informer to one shard (typed.Options.Shard;
+	// package sharding makes them); scopes with the same selector share
+	// an informer.
+	Shard typed.Shard
 }
 
 // key identifies a shared informer: T and the canonical scope.
 type key struct {
 	typ                              reflect.Type
 	namespace, labels, fields, tweak string
+	shard                            string
 }
 
 // keyOf checks s and returns its key for T; its errors are InformerFor's.
 func keyOf[T cache.Object](s Scope) (key, error) {
 	k := key{typ: reflect.TypeFor[T](), namespace: s.Namespace, tweak: s.TweakName}
+	if s.Shard != nil {
+		k.shard = s.Shard.Selector()
+	}
 	bad := func(format string, args ...any) (key, error) {
 		return key{}, fmt.Errorf("%w: InformerFor[%v]: "+format, append([]any{ErrBadScope, k.typ}, args...)...)
 	}
@@ -98,6 +106,9 @@ func (k key) describe(resource string) string {
 	}
 	if k.tweak != "" {
 		parts = append(parts, "tweak "+k.tweak)
+	}
+	if k.shard != "" {
+		parts = append(parts, "shard "+k.shard)
 	}
 	if len(parts) == 0 {
 		return resource
@@ -322,6 +333,7 @@ func newShared[T cache.Object](f *Factory, k key, s Scope, newSource any) (*shar
 		LabelSelector:    k.labels,
 		FieldSelector:    k.fields,
 		TweakListOptions: s.Tweak,
+		Shard:            s.Shard,
 	}
 	if h := f.opts.ErrorHandler; h != nil {
 		opts.ErrorHandler = func(err error) { h(fmt.Errorf("informer %s: %w", name, err)) }
