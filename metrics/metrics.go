@@ -110,6 +110,16 @@ type Snapshot struct {
 	// as outside its shard.
 	Sharded, ShardClientFiltering bool
 	ShardFiltered                 int
+	// Quarantined is the number of objects left out of the cache
+	// (typed.Quarantine); Refused counts the object versions quarantined.
+	Quarantined, Refused int
+	// IdleWatches counts watches stopped by the watch idle timeout.
+	IdleWatches int
+	// ConsistencyChecks counts comparisons of the cache with the server
+	// (typed.Options.ConsistencyCheck); Divergences those that found the
+	// cache diverged. Mutations counts cached objects found mutated
+	// (typed.Options.DetectMutations).
+	ConsistencyChecks, Divergences, Mutations int
 }
 
 // Handler is the state of one of an informer's handlers.

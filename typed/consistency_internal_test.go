@@ -44,9 +44,11 @@ func TestConsistencyCheck(t *testing.T) {
 		want    ConsistencyError
 	}{
 		{
-			name:    "missing",
-			corrupt: func(*corev1.Pod) cache.Change[*corev1.Pod] { return cache.Change[*corev1.Pod]{Entry: cache.Entry[*corev1.Pod]{Key: victim}, Delete: true} },
-			want:    ConsistencyError{Exact: true, Missing: []cache.Key{victim}, Count: 1},
+			name: "missing",
+			corrupt: func(*corev1.Pod) cache.Change[*corev1.Pod] {
+				return cache.Change[*corev1.Pod]{Entry: cache.Entry[*corev1.Pod]{Key: victim}, Delete: true}
+			},
+			want: ConsistencyError{Exact: true, Missing: []cache.Key{victim}, Count: 1},
 		},
 		{
 			name: "extra",

@@ -53,6 +53,9 @@ func (inf *Informer[T]) metricsState(s *metrics.Snapshot) {
 		QueuedItems:     inf.queue.Len(),
 		Handlers:        s.Handlers[:0],
 		Sharded:         st.Shard.Selector != "", ShardClientFiltering: st.Shard.ClientFiltering, ShardFiltered: st.Shard.Filtered,
+
+		Quarantined: len(st.Quarantined), Refused: st.Checks.Refused, IdleWatches: st.Stats.IdleWatches,
+		ConsistencyChecks: st.Checks.ConsistencyChecks, Divergences: st.Checks.Divergences, Mutations: st.Checks.Mutations,
 	}
 	inf.mu.Lock()
 	defer inf.mu.Unlock()

@@ -40,6 +40,18 @@ var (
 		"For a sharded informer: 1 while the server ignores its shard selector and it filters on the client, else 0.", informerLabels, nil)
 	shardFilteredDesc = prometheus.NewDesc("informer_shard_filtered_total",
 		"For a sharded informer: listed objects and watch events dropped on the client as outside its shard.", informerLabels, nil)
+	quarantinedDesc = prometheus.NewDesc("informer_quarantined_objects",
+		"Objects the informer's cache could not take (a transform or index error) and left out.", informerLabels, nil)
+	refusedDesc = prometheus.NewDesc("informer_refused_objects_total",
+		"Object versions the informer quarantined.", informerLabels, nil)
+	idleWatchesDesc = prometheus.NewDesc("informer_idle_watches_total",
+		"Watches the informer stopped because they delivered nothing for its watch idle timeout.", informerLabels, nil)
+	consistencyChecksDesc = prometheus.NewDesc("informer_consistency_checks_total",
+		"Comparisons of the informer's cache with the server.", informerLabels, nil)
+	divergencesDesc = prometheus.NewDesc("informer_consistency_divergences_total",
+		"Consistency checks that found the informer's cache diverged from the server (each repaired by a relist).", informerLabels, nil)
+	mutationsDesc = prometheus.NewDesc("informer_cache_mutations_total",
+		"Cached objects the informer's mutation detector found changed.", informerLabels, nil)
 )
 
 // stateCollector reads every registered informer's state at collection.
@@ -49,7 +61,8 @@ type stateCollector struct{ m *Metrics }
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{queuedItemsDesc, storeRVDesc, syncedDesc, listsDesc, watchListsDesc,
 		relistsDesc, watchesDesc, restartsDesc, lastErrorDesc, sinceEventDesc, pendingDesc, panicsDesc, mergedDesc,
-		shardClientDesc, shardFilteredDesc} {
+		shardClientDesc, shardFilteredDesc,
+		quarantinedDesc, refusedDesc, idleWatchesDesc, consistencyChecksDesc, divergencesDesc, mutationsDesc} {
 		ch <- d
 	}
 }
@@ -88,6 +101,12 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 			last = r.since
 		}
 		gauge(sinceEventDesc, max(now.Sub(last), 0).Seconds())
+		gauge(quarantinedDesc, float64(s.Quarantined))
+		counter(refusedDesc, s.Refused)
+		counter(idleWatchesDesc, s.IdleWatches)
+		counter(consistencyChecksDesc, s.ConsistencyChecks)
+		counter(divergencesDesc, s.Divergences)
+		counter(mutationsDesc, s.Mutations)
 		if s.Sharded {
 			gauge(shardClientDesc, bit(s.ShardClientFiltering))
 			counter(shardFilteredDesc, s.ShardFiltered)
