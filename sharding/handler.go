@@ -17,8 +17,10 @@ type Deleted[T cache.Object] struct {
 }
 
 // Handler receives the changes to the objects of a replica's range. An
-// Informer calls its handlers from one goroutine at a time, in order;
-// objects are shared: never mutate them.
+// Informer calls its handlers one call at a time, in order, under its
+// lock: a handler may call the informer's Status and Current but should
+// hand work to a queue rather than block. Objects are shared: never mutate
+// them.
 type Handler[T cache.Object] interface {
 	// OnAdd is called for an object new to the replica: created, or
 	// moved into its range at a reshard (then isInInitialList is false).
@@ -76,6 +78,7 @@ func (r relay[T]) OnAdd(obj T, isInInitialList bool) {
 	s := r.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.counted()
 	k := cache.KeyOf(obj)
 	delete(s.pending, k)
 	old, had := s.known[k]
@@ -115,6 +118,7 @@ func (r relay[T]) OnDelete(d handler.Deleted[T]) {
 	s := r.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.counted()
 	if _, ok := s.known[d.Key]; !ok {
 		return
 	}
@@ -123,6 +127,9 @@ func (r relay[T]) OnDelete(d handler.Deleted[T]) {
 	s.events.Add(1)
 	s.deliverDelete(Deleted[T]{Deleted: d})
 }
+
+// counted publishes the number of objects held; s.mu is held.
+func (s *Informer[T]) counted() { s.objects.Store(int64(len(s.known))) }
 
 // deliverUpdate calls every handler's OnUpdate; s.mu is held.
 func (s *Informer[T]) deliverUpdate(oldObj, newObj T) {

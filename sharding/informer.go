@@ -80,6 +80,7 @@ type Informer[T cache.Object] struct {
 	synced  chan struct{}
 	once    sync.Once
 	events  atomic.Int64
+	objects atomic.Int64 // len(known), for Status without the lock
 
 	// mu serialises handler calls and guards what they were told.
 	mu       sync.Mutex
@@ -133,6 +134,9 @@ func (s *Informer[T]) AddHandler(h Handler[T]) error {
 	if h == nil {
 		return fmt.Errorf("%w: nil handler", ErrBadOptions)
 	}
+	if s.started.Load() {
+		return ErrStarted // also from a handler, which runs under s.mu
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.started.Load() {
@@ -178,9 +182,7 @@ func (s *Informer[T]) Status() Status {
 			st.EventsPerSecond = float64(st.Events-base) / d
 		}
 	}
-	s.mu.Lock()
-	st.Objects = len(s.known)
-	s.mu.Unlock()
+	st.Objects = int(s.objects.Load())
 	return st
 }
 
@@ -399,6 +401,7 @@ func (s *Informer[T]) start(ctx context.Context, r Range) (*running[T], error) {
 		}
 		clear(s.pending)
 		s.first = false
+		s.objects.Store(int64(len(s.known)))
 		s.mu.Unlock()
 		s.once.Do(func() { close(s.synced) })
 	}()
@@ -420,6 +423,7 @@ func (s *Informer[T]) stop(run *running[T], next *Range, tell bool) {
 	sh := Shard{Key: s.opts.Key}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer func() { s.objects.Store(int64(len(s.known))) }()
 	clear(s.pending)
 	for k, obj := range s.known {
 		if next != nil {

@@ -253,7 +253,7 @@ func (m *Membership) Run(ctx context.Context) error {
 	defer m.running.Store(false)
 	ictx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	reg, err := m.inf.AddHandler(handler.Funcs[*coordinationv1.Lease]{
+	_, err := m.inf.AddHandler(handler.Funcs[*coordinationv1.Lease]{
 		AddFunc:    func(*coordinationv1.Lease, bool) { m.poke() },
 		UpdateFunc: func(_, _ *coordinationv1.Lease) { m.poke() },
 		DeleteFunc: func(handler.Deleted[*coordinationv1.Lease]) { m.poke() },
@@ -262,7 +262,6 @@ func (m *Membership) Run(ctx context.Context) error {
 		stop()
 		return fmt.Errorf("sharding: %w", err)
 	}
-	_ = reg
 	go func() { done <- m.inf.Run(ictx) }()
 	defer func() {
 		stop()
