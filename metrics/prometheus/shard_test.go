@@ -39,7 +39,7 @@ func TestRegisterShard(t *testing.T) {
 			map[string]float64{
 				"informer_shard_active": 0, "informer_shard_range_start_fraction": float64(thirds[2].Start) / (1 << 64),
 				"informer_shard_range_fraction": thirds[2].Fraction(),
-				"informer_shard_objects": 0, "informer_shard_events_total": 0, "informer_shard_reshards_total": 0,
+				"informer_shard_objects":        0, "informer_shard_events_total": 0, "informer_shard_reshards_total": 0,
 			}},
 	}
 	for _, tt := range tests {
