@@ -1,0 +1,90 @@
+package sharding_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/typedinformer/informer/sharding"
+)
+
+func TestNewMembershipErrors(t *testing.T) {
+	cs := fake.NewClientset()
+	ok := sharding.Options{Namespace: "ns", Group: "g", Identity: "a"}
+	tests := []struct {
+		name   string
+		change func(*sharding.Options)
+		nilClient   bool
+	}{
+		{"nil client", func(*sharding.Options) {}, true},
+		{"no namespace", func(o *sharding.Options) { o.Namespace = "" }, false},
+		{"no group", func(o *sharding.Options) { o.Group = "" }, false},
+		{"negative weight", func(o *sharding.Options) { o.Weight = -1 }, false},
+		{"renew not below the lease", func(o *sharding.Options) { o.LeaseDuration, o.RenewInterval = 2*time.Second, 2*time.Second }, false},
+		{"not a Lease name", func(o *sharding.Options) { o.Identity = "Not_A_Name" }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := ok
+			tt.change(&o)
+			var err error
+			if tt.nilClient {
+				_, err = sharding.NewMembership(nil, o)
+			} else {
+				_, err = sharding.NewMembership(cs.CoordinationV1(), o)
+			}
+			if !errors.Is(err, sharding.ErrBadOptions) {
+				t.Errorf("NewMembership: %v, want ErrBadOptions", err)
+			}
+		})
+	}
+	if _, err := sharding.NewMembership(cs.CoordinationV1(), ok); err != nil {
+		t.Errorf("NewMembership with good options: %v", err)
+	}
+}
+
+// TestMembershipWeights: two members of weights 1 and 3 see the same
+// ranges, a quarter and three quarters in identity order; after one leaves
+// (its Lease deleted), the other has everything.
+func TestMembershipWeights(t *testing.T) {
+	cs := fake.NewClientset()
+	run := func(id string, weight int) (*sharding.Membership, context.CancelFunc, chan error) {
+		m, err := sharding.NewMembership(cs.CoordinationV1(), sharding.Options{Namespace: "ns", Group: "g", Identity: id, Weight: weight, LeaseDuration: 3 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- m.Run(ctx) }()
+		return m, cancel, done
+	}
+	a, stopA, doneA := run("a", 1)
+	defer func() { stopA(); <-doneA }()
+	b, stopB, doneB := run("b", 3)
+	want := []sharding.Range{{End: 1 << 62}, {Start: 1 << 62}}
+	ranges := func(m *sharding.Membership) []sharding.Range {
+		var out []sharding.Range
+		for _, mem := range m.Assignment().Members {
+			out = append(out, mem.Range)
+		}
+		return out
+	}
+	eventually(t, "both to see both", func() bool {
+		return cmp.Equal(want, ranges(a)) && cmp.Equal(want, ranges(b))
+	})
+	if r, ok := b.Assignment().Range(); !ok || r != want[1] {
+		t.Errorf("b's range %v %v, want %v", r, ok, want[1])
+	}
+	stopB()
+	if err := <-doneB; err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a to have everything", func() bool {
+		r, ok := a.Assignment().Range()
+		return ok && r == sharding.Full && len(a.Assignment().Members) == 1
+	})
+}
