@@ -16,9 +16,9 @@ func TestNewMembershipErrors(t *testing.T) {
 	cs := fake.NewClientset()
 	ok := sharding.Options{Namespace: "ns", Group: "g", Identity: "a"}
 	tests := []struct {
-		name   string
-		change func(*sharding.Options)
-		nilClient   bool
+		name      string
+		change    func(*sharding.Options)
+		nilClient bool
 	}{
 		{"nil client", func(*sharding.Options) {}, true},
 		{"no namespace", func(o *sharding.Options) { o.Namespace = "" }, false},
