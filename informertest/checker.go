@@ -276,20 +276,40 @@ func (c *Checker[T]) list(ctx context.Context) (State, error) {
 	}
 }
 
-// unreported returns the injected errors that did not reach ErrorHandler.
-func (c *Checker[T]) unreported() []sourcetest.FaultRecord {
+// unreported describes the injected errors that did not reach
+// ErrorHandler: each one handed out as an error, found by errors.Is; and
+// the events with a nil object or of an unknown type, which the informer
+// must tell itself, counted against the reported errors wrapping
+// source.ErrMalformed.
+func (c *Checker[T]) unreported() []string {
 	if c.opts.Faults == nil {
 		return nil
 	}
 	errs := c.Errors()
-	var out []sourcetest.FaultRecord
-	for _, f := range c.opts.Faults.Log() {
+	log := c.opts.Faults.Log()
+	var out []string
+	bad := 0
+	for _, f := range log {
+		if f.Err == nil && (f.Kind == sourcetest.FaultNilObject || f.Kind == sourcetest.FaultMalformed) && f.Op == sourcetest.OpNext {
+			bad++
+		}
 		if f.Err == nil || exempt(f) {
 			continue
 		}
 		if !slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, f.Err) }) {
-			out = append(out, f)
+			out = append(out, fmt.Sprintf("%v: %v", f, f.Err))
 		}
+	}
+	// The informer's own errors about malformed events: those wrapping
+	// ErrMalformed that are not one the faults handed out.
+	own := 0
+	for _, err := range errs {
+		if errors.Is(err, source.ErrMalformed) && !slices.ContainsFunc(log, func(f sourcetest.FaultRecord) bool { return f.Err != nil && errors.Is(err, f.Err) }) {
+			own++
+		}
+	}
+	if own < bad {
+		out = append(out, fmt.Sprintf("%d events with a nil object or of an unknown type, %d reported errors about malformed events", bad, own))
 	}
 	return out
 }
@@ -327,8 +347,8 @@ func (c *Checker[T]) divergence(want State, inf *typed.Informer[T], waitErr erro
 	if err := inf.Status().LastError; err != nil {
 		v = append(v, fmt.Sprintf("I6: the informer still reports an error: %v", err))
 	}
-	for _, f := range c.unreported() {
-		v = append(v, fmt.Sprintf("I6: injected error did not reach the ErrorHandler: %v: %v", f, f.Err))
+	for _, u := range c.unreported() {
+		v = append(v, "I6: injected error did not reach the ErrorHandler: "+u)
 	}
 	var d Divergence
 	if c.opts.Faults != nil {

@@ -183,6 +183,16 @@ func TestConvergeCatches(t *testing.T) {
 			}
 			return setup(t, fake, faulty, informertest.Options[*corev1.Pod]{Faults: faulty}, false)
 		}, []string{"I6: injected error did not reach"}},
+		{"I6: a nil object the informer does not report", func(t *testing.T) (*podChecker, *typed.Informer[*corev1.Pod]) {
+			fake := fakeOf(2)
+			faulty, err := sourcetest.NewFaulty[*corev1.Pod](fake, sourcetest.FaultOptions{
+				Script: []sourcetest.Fault{{Kind: sourcetest.FaultNilObject, Op: sourcetest.OpNext, At: 1}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return setup(t, fake, faulty, informertest.Options[*corev1.Pod]{Faults: faulty}, false)
+		}, []string{"I6: injected error did not reach the ErrorHandler: 1 events with a nil object"}},
 		{"I8: lists without a reason", func(t *testing.T) (*podChecker, *typed.Informer[*corev1.Pod]) {
 			fake := fakeOf(2)
 			faulty, err := sourcetest.NewFaulty[*corev1.Pod](fake, sourcetest.FaultOptions{})
