@@ -224,38 +224,38 @@ func (r FaultRecord) String() string {
 
 // tooLarge returns the too-large error in one of the server's three
 // forms.
-func tooLarge(form int, rv string) (error, string) {
+func tooLarge(form int, rv string) (string, error) {
 	msg := fmt.Sprintf("Too large resource version: %s, current: 1", rv)
 	err := apierrors.NewTimeoutError(msg, 1)
 	switch form % 3 {
 	case 0:
 		err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
-		return err, "cause"
+		return "cause", err
 	case 1:
 		err.ErrStatus.Details.Causes = []metav1.StatusCause{{Message: "Too large resource version"}}
-		return err, "cause message"
+		return "cause message", err
 	}
-	return err, "message"
+	return "message", err
 }
 
 // apiError returns the server's error for kind k, with its form.
-func apiError(k FaultKind, form int, gr schema.GroupResource, continued bool, rv string) (error, string) {
+func apiError(k FaultKind, form int, gr schema.GroupResource, continued bool, rv string) (string, error) {
 	switch k {
 	case FaultGone:
 		if continued {
-			return apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result."), "continue"
+			return "continue", apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result.")
 		}
-		return apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %s (%s)", rv, rv)), ""
+		return "", apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %s (%s)", rv, rv))
 	case FaultTooLarge:
 		return tooLarge(form, rv)
 	case FaultTooManyRequests:
-		return apierrors.NewTooManyRequests("the server has received too many requests and has asked us to try again later", 1), ""
+		return "", apierrors.NewTooManyRequests("the server has received too many requests and has asked us to try again later", 1)
 	case FaultInternal:
-		return apierrors.NewInternalError(errors.New("etcdserver: no leader")), ""
+		return "", apierrors.NewInternalError(errors.New("etcdserver: no leader"))
 	case FaultForbidden:
-		return apierrors.NewForbidden(gr, "", errors.New("injected fault: RBAC denies the request")), ""
+		return "", apierrors.NewForbidden(gr, "", errors.New("injected fault: RBAC denies the request"))
 	}
-	return nil, ""
+	return "", nil
 }
 
 // wrongObject is an object of no type a source serves.

@@ -305,18 +305,18 @@ func (f *Faulty[T]) List(ctx context.Context, opts metav1.ListOptions) (source.L
 			d.Kind = 0 // only a continue token or an exact version can expire
 			break
 		}
-		err, form = apiError(d.Kind, d.form, f.Resource().GroupResource, opts.Continue != "", opts.ResourceVersion)
+		form, err = apiError(d.Kind, d.form, f.Resource().GroupResource, opts.Continue != "", opts.ResourceVersion)
 	case FaultTooLarge:
 		if !versioned {
 			d.Kind = 0
 			break
 		}
-		err, form = apiError(d.Kind, d.form, f.Resource().GroupResource, false, opts.ResourceVersion)
+		form, err = apiError(d.Kind, d.form, f.Resource().GroupResource, false, opts.ResourceVersion)
 	case FaultWrongType, FaultNilObject, FaultMalformed:
 		err = contentError[T](d.Kind, source.PhaseList)
 	case FaultDelay:
 	default:
-		err, form = apiError(d.Kind, d.form, f.Resource().GroupResource, false, opts.ResourceVersion)
+		form, err = apiError(d.Kind, d.form, f.Resource().GroupResource, false, opts.ResourceVersion)
 	}
 	if err != nil {
 		if _, ok := err.(*source.Error); !ok {
