@@ -147,6 +147,9 @@ func TestScriptedRun(t *testing.T) {
 			pods("informer_handler_pending", "handler=pods#1"): 0, pods("informer_handler_panics_total", "handler=pods#1"): 0,
 			pods("informer_handler_merged_total", "handler=pods#1"): 0,
 			pods("informer_processing_latency_seconds_count"):       1, pods("informer_processing_latency_seconds_sum"): 0,
+			pods("informer_quarantined_objects"): 0, pods("informer_refused_objects_total"): 0, pods("informer_idle_watches_total"): 0,
+			pods("informer_consistency_checks_total"): 0, pods("informer_consistency_divergences_total"): 0,
+			pods("informer_cache_mutations_total"): 0,
 		}
 		for _, typ := range []string{"ADDED", "MODIFIED", "DELETED", "BOOKMARK"} {
 			want[pods("informer_watch_events_total", "type="+typ)] = 0
