@@ -187,7 +187,7 @@ func (inf *Informer[T]) checkConsistency(ctx context.Context) (*ConsistencyError
 }
 
 // serverKeys lists the server's keys and resourceVersions at rv, page by
-// page, with the informer's selectors.
+// page, with the informer's selectors and shard.
 func (inf *Informer[T]) serverKeys(ctx context.Context, rv string, match metav1.ResourceVersionMatch) (string, map[cache.Key]string, error) {
 	page := inf.opts.PageSize
 	if page <= 0 {
@@ -196,15 +196,14 @@ func (inf *Informer[T]) serverKeys(ctx context.Context, rv string, match metav1.
 	opts := metav1.ListOptions{ResourceVersion: rv, ResourceVersionMatch: match, Limit: page}
 	out := map[cache.Key]string{}
 	for {
-		if inf.tweak != nil {
-			inf.tweak(&opts)
-		}
-		l, err := inf.src.List(ctx, opts)
+		l, err := inf.src.List(ctx, inf.refl.CheckRequest(opts))
 		if err != nil {
 			return "", nil, err
 		}
 		for _, o := range l.Items {
-			out[cache.KeyOf(o)] = o.GetResourceVersion()
+			if inf.refl.InScope(o) { // a server that ignores the shard selector
+				out[cache.KeyOf(o)] = o.GetResourceVersion()
+			}
 		}
 		if l.Continue == "" {
 			return l.ResourceVersion, out, nil

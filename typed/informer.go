@@ -136,7 +136,7 @@ func NewInformer[T cache.Object](src source.Source[T], opts Options[T]) (*Inform
 		inf.mutations = newMutationDetector[T]()
 	}
 	inf.metrics.id = metricsID(name, res.GroupResource.WithVersion(""))
-	inf.refl = reflector.New[T](hinted(src, opts), inf.queue, reflector.Options[T]{
+	inf.refl = reflector.New[T](src, inf.queue, reflector.Options[T]{
 		Name:            name,
 		PageSize:        opts.PageSize,
 		NoWatchList:     opts.NoWatchList || !source.SupportsWatchList(src),

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/fifo"
 	"github.com/typedinformer/informer/source"
@@ -56,6 +58,20 @@ func (r *Reflector[T]) Relist() {
 	if w != nil {
 		w.Stop()
 	}
+}
+
+// CheckRequest returns opts as the reflector sends its own lists (with the
+// shard selector and Options.Tweak), for a check that compares what the
+// reflector lists with the cache.
+func (r *Reflector[T]) CheckRequest(opts metav1.ListOptions) metav1.ListOptions {
+	return r.request(opts)
+}
+
+// InScope reports whether obj is one the reflector hands over: in its
+// shard, if it has one. Unlike the filtering of lists and events, it
+// counts nothing.
+func (r *Reflector[T]) InScope(obj T) bool {
+	return r.opts.Shard == nil || r.opts.Shard.Contains(obj)
 }
 
 // setCurrent records the watch being consumed, so that Relist can stop it;
