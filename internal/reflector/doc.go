@@ -15,6 +15,18 @@
 //     and index functions) before it is pushed. A refused object is
 //     reported and the reflector relists after a backoff: the
 //     resourceVersion never moves past an object the cache did not take.
+//     An object Prepare leaves out (its error wraps ErrLeftOut: the
+//     informer's quarantine) is not refused: the sink gets a mark in its
+//     place (a Bookmark delta with its key, see LeftOut) and the reflector
+//     goes on past it.
+//   - With Options.WatchIdleTimeout, a watch that delivers nothing for
+//     that long, once the source has sent a periodic bookmark (the
+//     server's heartbeat; the end bookmark of a streaming list does not
+//     count), is stopped and reopened at once from the last
+//     resourceVersion, reported as ErrWatchIdle: a stalled connection is
+//     given up without a relist.
+//   - Relist stops the watch and lists again with a quorum read (the
+//     informer's consistency check repairs a divergence with it).
 //   - Watch from the last synced resourceVersion with bookmarks requested
 //     and a randomised timeout. A watch that ends normally is restarted from
 //     the last resourceVersion, without a relist: at once if it lasted a
