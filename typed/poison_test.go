@@ -14,6 +14,7 @@ import (
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/handler"
 	it "github.com/typedinformer/informer/internal/informertest"
+	"github.com/typedinformer/informer/metrics"
 	"github.com/typedinformer/informer/source/sourcetest"
 	"github.com/typedinformer/informer/typed"
 )
@@ -214,7 +215,8 @@ func TestQuarantineLive(t *testing.T) {
 					}
 				}
 				var errs it.ErrSink
-				opts := typed.Options[*corev1.Pod]{ErrorHandler: errs.Handle}
+				var m recMetrics
+				opts := typed.Options[*corev1.Pod]{ErrorHandler: errs.Handle, Metrics: &m}
 				poisonWays(&bad)["transform error"](&opts)
 				inf := mustInformer(t, fake, opts)
 				rec := it.NewRecorder()
@@ -241,6 +243,13 @@ func TestQuarantineLive(t *testing.T) {
 				}
 				if st := inf.Status().Stats; st.Relists != 0 {
 					t.Errorf("a refused event caused %d relists, want 0", st.Relists)
+				}
+				var snap metrics.Snapshot
+				m.mu.Lock()
+				m.state(&snap)
+				m.mu.Unlock()
+				if snap.Quarantined != 1 || snap.Refused != 1 {
+					t.Errorf("metrics: Quarantined %d, Refused %d; want 1, 1", snap.Quarantined, snap.Refused)
 				}
 				switch tc.then {
 				case "fix":
