@@ -293,5 +293,12 @@ func checkShares(t *testing.T, what string, n int, rs ...*shardReplica) {
 		if share < want*0.9 || share > want*1.1 {
 			t.Errorf("%s: %s holds %.1f%% of the pods, want %.1f%% +- 10%%", what, r.id, 100*share, 100*want)
 		}
+		cached := -1 // no informer
+		if cur := r.inf.Current(); cur != nil {
+			cached = cur.Store().Len()
+		}
+		if cached != got {
+			t.Errorf("%s: %s's handlers hold %d pods, its cache %d", what, r.id, got, cached)
+		}
 	}
 }
