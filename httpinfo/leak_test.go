@@ -65,6 +65,7 @@ func TestErrorText(t *testing.T) {
 				fake := secretFake(2)
 				opts := typed.Options[*corev1.Secret]{NoWatchList: true}
 				if tc.transform {
+					opts.OnRefused = typed.StopAndRelist // a refused object is the informer's error
 					opts.Transform = func(s *corev1.Secret) (*corev1.Secret, error) { return nil, errors.New(quoting(s)) }
 				} else {
 					forever(fake.FailLists, tc.listErr)
