@@ -389,20 +389,7 @@ func (s *Informer[T]) start(ctx context.Context, r Range) (*running[T], error) {
 		if reg.WaitForSync(ictx) != nil {
 			return
 		}
-		// The relist is in: the objects the handlers had in r that it did
-		// not bring were deleted meanwhile.
-		s.mu.Lock()
-		for k := range s.pending {
-			if old, ok := s.known[k]; ok {
-				delete(s.known, k)
-				s.events.Add(1)
-				s.deliverDelete(Deleted[T]{Deleted: handler.Deleted[T]{Object: old, Key: k, FinalStateUnknown: true}})
-			}
-		}
-		clear(s.pending)
-		s.first = false
-		s.objects.Store(int64(len(s.known)))
-		s.mu.Unlock()
+		s.relisted()
 		s.once.Do(func() { close(s.synced) })
 	}()
 	go func() { wg.Wait(); close(run.done) }()
@@ -442,4 +429,22 @@ func (s *Informer[T]) stop(run *running[T], next *Range, tell bool) {
 // within reports whether r lies inside o.
 func within(r, o Range) bool {
 	return r.Start >= o.Start && (o.End == 0 || (r.End != 0 && r.End <= o.End))
+}
+
+// relisted is called once a range's relist reached the handlers: the
+// objects they had in the range that it did not bring were deleted
+// meanwhile.
+func (s *Informer[T]) relisted() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.pending {
+		if old, ok := s.known[k]; ok {
+			delete(s.known, k)
+			s.events.Add(1)
+			s.deliverDelete(Deleted[T]{Deleted: handler.Deleted[T]{Object: old, Key: k, FinalStateUnknown: true}})
+		}
+	}
+	clear(s.pending)
+	s.first = false
+	s.counted()
 }
