@@ -453,7 +453,11 @@ func (m *Membership) Claim(ctx context.Context, r *Range) error {
 		m.recompute(time.Now())
 		return nil
 	}
-	if err := m.inf.WaitForResourceVersion(ctx, rv); err != nil {
+	// Bounded: a Lease informer that cannot sync (no permission to watch
+	// Leases) makes the claim fail, and the caller retry, rather than hang.
+	wctx, cancel := context.WithTimeout(ctx, m.opts.LeaseDuration)
+	defer cancel()
+	if err := m.inf.WaitForResourceVersion(wctx, rv); err != nil {
 		return fmt.Errorf("sharding: claim %v: %w", r, err)
 	}
 	m.recompute(time.Now())
