@@ -158,6 +158,10 @@ func (w *Writer[T]) Replace(entries []Entry[T]) (uint64, error) {
 	return w.c.write(changes, true)
 }
 
+// presize is the number of changes from which a write into an empty
+// store sizes its map for them at once.
+const presize = 1024
+
 // write completes the index values of changes without the lock, then, under
 // it, empties the store if replace is set and makes the changes; it starts
 // over if AddIndexers installed new indexes meanwhile.
@@ -174,6 +178,9 @@ func (c *core[T]) write(changes []Change[T], replace bool) (uint64, error) {
 		if c.cur != s {
 			c.mu.Unlock()
 			continue
+		}
+		if !replace && len(c.items) == 0 && len(changes) >= presize {
+			c.items = make(map[Key]T, len(changes)) // a first list: grow once
 		}
 		if replace {
 			c.items, c.vals, c.byNS = make(map[Key]T, len(changes)), map[Key][][]string{}, index{}

@@ -368,7 +368,8 @@ func TestSettersWithHooks(t *testing.T) {
 }
 
 // A transform that returns another type refuses the object: the informer
-// reports it and does not sync, nothing panics.
+// quarantines it (its default), reports why, and syncs without it; nothing
+// panics.
 func TestTransformOfTheWrongType(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := fakeOf(sourcetest.FakeOptions[*corev1.Pod]{}, it.Pods(2)...)
@@ -379,11 +380,15 @@ func TestTransformOfTheWrongType(t *testing.T) {
 			t.Fatal(err)
 		}
 		runUntilCleanup(t, v)
-		it.Eventually(t, "the refusal is reported", func() bool {
-			return errors.Is(inf.Status().LastError, clientgo.ErrWrongType)
-		})
-		if v.HasSynced() || len(v.GetStore().List()) != 0 {
-			t.Errorf("synced %v with %d objects, want no sync", v.HasSynced(), len(v.GetStore().List()))
+		it.Eventually(t, "both objects are quarantined", func() bool { return len(inf.Status().Quarantined) == 2 })
+		for _, q := range inf.Status().Quarantined {
+			if !errors.Is(q.Reason, clientgo.ErrWrongType) {
+				t.Errorf("%v quarantined for %v, want ErrWrongType", q.Key, q.Reason)
+			}
+		}
+		it.Eventually(t, "the view syncs without them", v.HasSynced)
+		if n := len(v.GetStore().List()); n != 0 {
+			t.Errorf("the store holds %d objects, want none", n)
 		}
 	})
 }

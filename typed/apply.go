@@ -21,7 +21,8 @@ type applier[T cache.Object] struct {
 
 	// The list being collected between ReplaceStart and ReplaceEnd.
 	listing bool
-	listed  map[cache.Key]int // key -> index in list
+	fresh   bool              // the cache was empty when the list started
+	listed  map[cache.Key]int // key -> index in list; for a fresh list, nil until needed (index)
 	list    []cache.Entry[T]  // in order of first appearance; zero Key: removed
 
 	// Quarantine (poison.go): the number of quarantined objects, and the
@@ -108,8 +109,26 @@ func (a *applier[T]) take(d *fifo.Delta[T]) {
 func (a *applier[T]) startList() {
 	a.listing = true
 	a.list = shrink(a.list)
-	a.listed = map[cache.Key]int{}
+	a.fresh = a.inf.store.Len() == 0
+	a.listed = nil
+	if !a.fresh {
+		a.listed = map[cache.Key]int{}
+	}
 	a.listRefused = nil
+}
+
+// index makes the key index of the list collected so far, which a fresh
+// list goes without until a deletion or a left-out object needs it.
+func (a *applier[T]) index() {
+	if a.listed != nil {
+		return
+	}
+	a.listed = make(map[cache.Key]int, len(a.list))
+	for i, e := range a.list {
+		if e.Key != (cache.Key{}) {
+			a.listed[e.Key] = i
+		}
+	}
 }
 
 // collect adds a listed object to the list being built, or removes one
@@ -120,6 +139,7 @@ func (a *applier[T]) startList() {
 func (a *applier[T]) collect(d *fifo.Delta[T]) {
 	k := d.Key
 	if d.Type == fifo.Deleted {
+		a.index()
 		if i, ok := a.listed[k]; ok {
 			a.list[i] = cache.Entry[T]{}
 			delete(a.listed, k)
@@ -127,6 +147,13 @@ func (a *applier[T]) collect(d *fifo.Delta[T]) {
 		return
 	}
 	e := d.Entry
+	if a.listed == nil {
+		// A fresh list without deletions so far: nothing cached to
+		// reuse, and a key listed twice is written twice, an add then
+		// an update, as client-go delivers it.
+		a.list = append(a.list, e)
+		return
+	}
 	if held, ok := a.inf.writer.Entry(k); ok && sameVersion(held.Object, e.Object) {
 		e = held
 	}
@@ -187,9 +214,12 @@ func (a *applier[T]) flush() {
 func (a *applier[T]) applyList() {
 	a.listing = false
 	a.settleList()
-	for _, k := range a.inf.store.ListKeys() {
-		if _, ok := a.listed[k]; !ok {
-			a.changes = append(a.changes, cache.Change[T]{Entry: cache.Entry[T]{Key: k}, Delete: true})
+	if a.inf.store.Len() > 0 {
+		a.index()
+		for _, k := range a.inf.store.ListKeys() {
+			if _, ok := a.listed[k]; !ok {
+				a.changes = append(a.changes, cache.Change[T]{Entry: cache.Entry[T]{Key: k}, Delete: true})
+			}
 		}
 	}
 	deletions := len(a.changes)

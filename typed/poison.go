@@ -206,6 +206,7 @@ func (a *applier[T]) listLeftOut(d *fifo.Delta[T]) {
 		a.listRefused = map[cache.Key]string{}
 	}
 	a.listRefused[d.Key] = d.ResourceVersion
+	a.index()
 	if i, ok := a.listed[d.Key]; ok { // an earlier state in a streaming list
 		a.list[i] = cache.Entry[T]{}
 		delete(a.listed, d.Key)
@@ -221,6 +222,7 @@ func (a *applier[T]) settleList() {
 		return
 	}
 	q := &a.inf.poison
+	a.index()
 	for k, rv := range a.listRefused {
 		if _, ok := a.listed[k]; ok {
 			delete(a.listRefused, k) // a later state of it in the list was taken

@@ -24,75 +24,66 @@ import (
 var impls = []string{"ours", "client-go"}
 
 // memLW is a client-go ListerWatcher over pre-built pods, feeding both
-// sides the same objects. In list mode it lists them and refuses streaming
-// lists; in stream mode it refuses nothing and streams them, then the
-// initial-events-end bookmark. After that the watch is fed from events.
+// sides the same objects. In list mode it lists them (the same list every
+// time: both sides copy the items out) and refuses streaming lists; in
+// stream mode it streams them, then the initial-events-end bookmark, on a
+// watch that then carries live events.
 type memLW struct {
-	pods   []*corev1.Pod
+	list   *corev1.PodList
 	stream bool
-	events *watch.FakeWatcher
+	live   int
+
+	mu     sync.Mutex
+	events *watch.FakeWatcher // the live events, once a watch is open in stream mode
 }
 
 func newMemLW(pods []*corev1.Pod, stream bool, live int) *memLW {
-	return &memLW{pods: pods, stream: stream, events: watch.NewFakeWithChanSize(live, false)}
-}
-
-func (m *memLW) List(metav1.ListOptions) (runtime.Object, error) {
-	l := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: make([]corev1.Pod, len(m.pods))}
-	for i, p := range m.pods {
+	l := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: make([]corev1.Pod, len(pods))}
+	for i, p := range pods {
 		l.Items[i] = *p
 	}
-	return l, nil
+	m := &memLW{list: l, stream: stream, live: live}
+	if !stream {
+		m.events = watch.NewFakeWithChanSize(live, false)
+	}
+	return m
 }
+
+func (m *memLW) List(metav1.ListOptions) (runtime.Object, error) { return m.list, nil }
 
 func (m *memLW) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 	initial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	switch {
 	case initial && !m.stream:
 		return nil, apierrors.NewBadRequest("streaming lists are off in this benchmark")
 	case !initial:
 		return m.events, nil
 	}
-	w := watch.NewFakeWithChanSize(len(m.pods)+1, false)
-	for _, p := range m.pods {
-		w.Add(p)
+	w := watch.NewFakeWithChanSize(len(m.list.Items)+1+m.live, false)
+	for i := range m.list.Items {
+		w.Add(&m.list.Items[i])
 	}
 	end := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "1",
 		Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}
 	w.Action(watch.Bookmark, end)
-	return &continued{FakeWatcher: w, next: m.events}, nil
+	m.events = w
+	return w, nil
+}
+
+// fresh returns a lister-watcher over the same list with no watch open.
+func (m *memLW) fresh() *memLW {
+	f := &memLW{list: m.list, stream: m.stream, live: m.live}
+	if !m.stream {
+		f.events = watch.NewFakeWithChanSize(m.live, false)
+	}
+	return f
 }
 
 // IsWatchListSemanticsUnSupported tells client-go's reflector which mode
 // to use.
 func (m *memLW) IsWatchListSemanticsUnSupported() bool { return !m.stream }
-
-// continued serves the initial events, then the live ones.
-type continued struct {
-	*watch.FakeWatcher
-	next *watch.FakeWatcher
-	once sync.Once
-	ch   chan watch.Event
-}
-
-func (c *continued) ResultChan() <-chan watch.Event {
-	c.once.Do(func() {
-		c.ch = make(chan watch.Event)
-		first := c.FakeWatcher.ResultChan()
-		go func() {
-			defer close(c.ch)
-			for n := len(first); n > 0; n-- {
-				c.ch <- <-first
-			}
-			for ev := range c.next.ResultChan() {
-				c.ch <- ev
-			}
-		}()
-	})
-	return c.ch
-}
-
-func (c *continued) Stop() { c.next.Stop() }
 
 // counter counts handler calls and closes done at target.
 type counter struct {

@@ -25,10 +25,12 @@ func BenchmarkInitialSync(b *testing.B) {
 					if len(pods) != n {
 						pods = bench.Pods(n, bench.PodOptions{})
 					}
+					base := newMemLW(pods, mode == "stream", 1)
 					b.ReportAllocs()
+					b.ResetTimer()
 					var allocs uint64
 					for range b.N {
-						lw := newMemLW(pods, mode == "stream", 1)
+						lw := base.fresh()
 						c := newCounter(n)
 						before := mallocs()
 						r := start(b, impl, lw, 1, c.hit, typed.Options[*corev1.Pod]{NoWatchList: mode == "list"})
