@@ -65,4 +65,7 @@ var figures = []figure{
 var floors = []struct{ name, bench, unit string }{
 	{"floor-goroutine-ping-pong", "BenchmarkHandoff/kind=ping-pong", "ns/op"},
 	{"floor-buffered-channel", "BenchmarkHandoff/kind=buffered", "ns/op"},
+	// A streaming list of 100k pods read and dropped beside a synced
+	// informer: the peak the source's own copies make.
+	{"floor-relist-100k-stream-source", "BenchmarkRelistPeakHeap/pods=100k/mode=stream/impl=floor", "peak/steady"},
 }
