@@ -136,3 +136,80 @@ func TestStalledAndCutConnections(t *testing.T) {
 	t.Logf("figures: stalled and cut connections: %s; %d writes; stats %s IdleWatches=%d; pods %s; %s",
 		strings.Join(figures, "; "), n, statsString(st), st.IdleWatches, counter.snapshot(), errSummary(&errs))
 }
+
+// TestStalledConnectionHTTP2 is the stall of TestStalledAndCutConnections
+// over HTTP/2, client-go's default, where every request to the server
+// shares one connection. The idle timeout still stops the stalled watch and
+// sends the new one at once, but on the same stalled connection: it gets
+// through only once client-go's HTTP/2 health check gives the connection
+// up (HTTP2_READ_IDLE_TIMEOUT_SECONDS, 30s, then
+// HTTP2_PING_TIMEOUT_SECONDS, 15s). The test logs both times; it checks
+// that the informer resumes without a relist and converges.
+func TestStalledConnectionHTTP2(t *testing.T) {
+	c := sharedCluster(t)
+	leakcheck.Check(t)
+	ctx := t.Context()
+	admin := protobufClientset(t, c.AdminConfig())
+	ns := uniqueName("stall-h2")
+	createNamespaces(ctx, t, admin, ns)
+	seed(ctx, t, admin, seedPods([]string{ns}, 5), 5)
+	proxy := newTCPProxy(t, strings.TrimPrefix(c.Host(), "https://"))
+	counter := newCounter(podsCollection)
+	var watches watchTimes
+	cs := clientset(t, watches.wrap(counter.wrap(proxy.config(t, c.AdminConfig(), false))))
+	const idle = 3 * time.Second
+	inf := newInformer(t, podSource(t, cs, ns), typed.Options[*corev1.Pod]{
+		ErrorHandler: func(error) {}, WatchIdleTimeout: idle, MinWatchTimeout: 5 * time.Second,
+	})
+	rec := it.NewRecorder()
+	if _, err := inf.AddHandler(rec.Handler()); err != nil {
+		t.Fatal(err)
+	}
+	it.Run(t, inf)
+	if err := inf.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	writeCtx, stopWriting := context.WithCancel(ctx)
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		for n := 0; writeCtx.Err() == nil; n++ {
+			time.Sleep(200 * time.Millisecond)
+			p, err := admin.CoreV1().Pods(ns).Get(writeCtx, fmt.Sprintf("seed-%04d", n%5), metav1.GetOptions{})
+			if err == nil {
+				p.Labels["n"] = fmt.Sprint(n)
+				_, err = admin.CoreV1().Pods(ns).Update(writeCtx, p, metav1.UpdateOptions{})
+			}
+			if err != nil && writeCtx.Err() == nil {
+				t.Errorf("writer: %v", err)
+				return
+			}
+		}
+	}()
+	it.Eventually(t, "a periodic bookmark (arms the idle timeout)", func() bool { return inf.Status().Stats.Bookmarks > 0 })
+	time.Sleep(time.Second)
+	before, reqs := inf.Status().Stats, counter.snapshot()
+	broke := time.Now()
+	conns := proxy.stall()
+	var sent time.Time
+	it.Eventually(t, "a new watch sent", func() bool {
+		var ok bool
+		sent, ok = watches.firstAfter(broke)
+		return ok
+	})
+	events := inf.Status().Stats.Events
+	it.Eventually(t, "events again", func() bool { return inf.Status().Stats.Events > events })
+	flowing := time.Since(broke)
+	stopWriting()
+	<-written
+	it.ConvergeTo(t, serverState(ctx, t, admin, ns), inf.Store(), rec)
+	after, d := inf.Status().Stats, counter.snapshot().sub(reqs)
+	if d.Lists != 0 || d.WatchLists != 0 || after.Relists != before.Relists {
+		t.Errorf("I8: a relist after the stall: %s; stats %s -> %s", d, statsString(before), statsString(after))
+	}
+	if after.IdleWatches <= before.IdleWatches {
+		t.Errorf("IdleWatches %d -> %d, want the idle timeout to stop the stalled watch", before.IdleWatches, after.IdleWatches)
+	}
+	t.Logf("figures: stalled HTTP/2 connection: %d connections stalled; new watch sent after %v (idle timeout %v), events again after %v; requests %s; stats %s IdleWatches=%d",
+		conns, sent.Sub(broke).Round(time.Millisecond), idle, flowing.Round(time.Millisecond), d, statsString(after), after.IdleWatches)
+}
