@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -92,4 +93,32 @@ func ExampleOptions_detectMutations() {
 	fmt.Println(<-found)
 	// Output:
 	// default/web-1 ObjectMeta.Labels["app"]
+}
+
+// Options.ConsistencyCheck compares the cache with the server at a period
+// (keys and resourceVersions, at the cache's resourceVersion) and repairs
+// a divergence with a relist; Status().Checks says what it found.
+func ExampleOptions_consistencyCheck() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	inf, err := typed.NewInformer(exampleSource(), typed.Options[*corev1.Pod]{
+		ConsistencyCheck: 10 * time.Millisecond, // in production: minutes
+	})
+	if err != nil {
+		panic(err)
+	}
+	done := make(chan error)
+	go func() { done <- inf.Run(ctx) }()
+	if err := inf.WaitForSync(ctx); err != nil {
+		panic(err)
+	}
+	for inf.Status().Checks.ConsistencyChecks == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	c := inf.Status().Checks
+	fmt.Println("divergences:", c.Divergences, "last:", c.LastDivergence)
+	cancel()
+	<-done
+	// Output:
+	// divergences: 0 last: <nil>
 }
