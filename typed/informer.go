@@ -82,7 +82,6 @@ type Informer[T cache.Object] struct {
 	// The consistency check (consistency.go) lists src itself;
 	// mutations is nil unless mutations are detected (mutation.go).
 	src        source.Source[T]
-	tweak      func(*metav1.ListOptions)
 	consistent consistency
 	mutations  *mutationDetector[T]
 
@@ -131,12 +130,12 @@ func NewInformer[T cache.Object](src source.Source[T], opts Options[T]) (*Inform
 		regs: map[*Registration]*listener[T]{},
 	}
 	inf.handlers.Store(&[]*listener[T]{})
-	inf.src, inf.tweak = src, tweak
+	inf.src = src
 	if detectMutations(opts) {
 		inf.mutations = newMutationDetector[T]()
 	}
 	inf.metrics.id = metricsID(name, res.GroupResource.WithVersion(""))
-	inf.refl = reflector.New[T](src, inf.queue, reflector.Options[T]{
+	inf.refl = reflector.New[T](hinted(src, opts), inf.queue, reflector.Options[T]{
 		Name:            name,
 		PageSize:        opts.PageSize,
 		NoWatchList:     opts.NoWatchList || !source.SupportsWatchList(src),
