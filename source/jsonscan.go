@@ -145,35 +145,65 @@ func members(b []byte, i int, f func(m member) bool) bool {
 }
 
 // envelope splits a watch frame {"type": T, "object": O} (in that order,
-// nothing else, as the API server writes it) into T's bytes and O's.
+// nothing else, as the API server writes it) into T's bytes and O's. It
+// reads only the frame's start and end: O is everything between the
+// object's key and the frame's last brace, which the decoder of O then
+// checks, so that the object's bytes are not scanned one time more. A frame
+// with anything after the object (another member) makes O invalid JSON,
+// and the caller then decodes the frame the general way.
 func envelope(frame []byte) (typ, obj []byte, ok bool) {
-	var n int
-	well := members(frame, skipSpace(frame, 0), func(m member) bool {
-		switch {
-		case n == 0 && string(m.key) == "type" && frame[m.val] == '"':
-			end, escaped, _ := skipString(frame, m.val)
-			if escaped {
-				return false
-			}
-			typ = frame[m.val+1 : end-1]
-		case n == 1 && string(m.key) == "object" && typ != nil:
-			obj = frame[m.val:m.end]
-		default:
-			obj = nil
+	i := skipSpace(frame, 0)
+	expect := func(lit string) bool {
+		i = skipSpace(frame, i)
+		if !bytes.HasPrefix(frame[i:], []byte(lit)) {
 			return false
 		}
-		n++
+		i += len(lit)
 		return true
-	})
-	return typ, obj, well && n == 2 && obj != nil
+	}
+	if !expect("{") || !expect(`"type"`) || !expect(":") {
+		return nil, nil, false
+	}
+	i = skipSpace(frame, i)
+	if i >= len(frame) || frame[i] != '"' {
+		return nil, nil, false
+	}
+	end, escaped, ok := skipString(frame, i)
+	if !ok || escaped {
+		return nil, nil, false
+	}
+	typ = frame[i+1 : end-1]
+	i = end
+	if !expect(",") || !expect(`"object"`) || !expect(":") {
+		return nil, nil, false
+	}
+	start := skipSpace(frame, i)
+	last := len(frame) - 1
+	for last > start && isSpaceByte(frame[last]) {
+		last--
+	}
+	if last <= start || frame[last] != '}' {
+		return nil, nil, false
+	}
+	stop := last
+	for stop > start && isSpaceByte(frame[stop-1]) {
+		stop--
+	}
+	if stop == start {
+		return nil, nil, false
+	}
+	return typ, frame[start:stop], true
 }
+
+func isSpaceByte(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
 var managedFieldsKey = []byte("managedFields")
 
-// cutManagedFields removes metadata.managedFields from the JSON object in
-// obj, in place, and returns the shorter object; obj unchanged if it has
-// none or is not recognised.
-func cutManagedFields(obj []byte) []byte {
+// cutManagedFields returns the JSON object in obj without
+// metadata.managedFields, written into dst's space (obj itself is not
+// changed, so that the caller can still decode the frame another way), or
+// obj if it has none or is not recognised.
+func cutManagedFields(dst, obj []byte) []byte {
 	var meta member
 	found := false
 	members(obj, 0, func(m member) bool {
@@ -186,7 +216,7 @@ func cutManagedFields(obj []byte) []byte {
 	if !found || obj[meta.val] != '{' {
 		return obj
 	}
-	var cut, prevEnd int
+	var prevEnd int
 	var mf member
 	first := true
 	found = false
@@ -210,7 +240,5 @@ func cutManagedFields(obj []byte) []byte {
 			end = skipSpace(obj, j+1)
 		}
 	}
-	cut = end - start
-	copy(obj[start:], obj[end:])
-	return obj[:len(obj)-cut]
+	return append(append(dst[:0], obj[:start]...), obj[end:]...)
 }

@@ -23,12 +23,12 @@ func TestEnvelope(t *testing.T) {
 		{frame: `{"type":"ADDED","object":{"a":1}}`, typ: "ADDED", obj: `{"a":1}`, wantFrame: true},
 		{frame: ` { "type" : "MODIFIED" , "object" : {"s":"}\"{"} } `, typ: "MODIFIED", obj: `{"s":"}\"{"}`, wantFrame: true},
 		{frame: `{"type":"ERROR","object":{"kind":"Status"}}`, typ: "ERROR", obj: `{"kind":"Status"}`, wantFrame: true},
-		{frame: `{"object":{},"type":"ADDED"}`},                                                           // another order
-		{frame: `{"type":"ADDED","object":{},"extra":1}`},                                                 // another member
-		{frame: `{"type":"ADD\u0045D","object":{}}`},                                                      // an escaped type
-		{frame: `{"type":"ADDED","object":{"a":1}`},                                                       // unterminated
-		{frame: `{"type":"ADDED","object":{"a":"b}}`},                                                     // unterminated string
-		{frame: `{"type":"ADDED","object":{}}{"type":"ADDED"}`, typ: "ADDED", obj: `{}`, wantFrame: true}, // trailing data is the decoder's to refuse
+		{frame: `{"object":{},"type":"ADDED"}`}, // another order
+		{frame: `{"type":"ADDED","object":{},"extra":1}`, typ: "ADDED", obj: `{},"extra":1`, wantFrame: true}, // another member: the object's decoder refuses it
+		{frame: `{"type":"ADD\u0045D","object":{}}`},                                                          // an escaped type
+		{frame: `{"type":"ADDED","object":{"a":1}`, typ: "ADDED", obj: `{"a":1`, wantFrame: true},             // unterminated: the same
+		{frame: `{"type":"ADDED","object":{"a":"b}}`, typ: "ADDED", obj: `{"a":"b}`, wantFrame: true},
+		{frame: `{"type":"ADDED","object":{}}{"type":"ADDED"}`, typ: "ADDED", obj: `{}}{"type":"ADDED"`, wantFrame: true},
 		{frame: `{"type":"ADDED"}`},
 		{frame: `[]`},
 		{frame: ``},
@@ -51,7 +51,11 @@ func TestCutManagedFields(t *testing.T) {
 		{`{"metadata":"odd"}`, `{"metadata":"odd"}`},
 		{`{"metadata":{"name":"a","managedFields":[}`, `{"metadata":{"name":"a","managedFields":[}`}, // not recognised: unchanged
 	} {
-		got := string(cutManagedFields([]byte(tc.in)))
+		in := []byte(tc.in)
+		got := string(cutManagedFields(nil, in))
+		if string(in) != tc.in {
+			t.Errorf("cutManagedFields changed its input to %s", in)
+		}
 		if got != tc.want {
 			t.Errorf("cutManagedFields(%s) = %s, want %s", tc.in, got, tc.want)
 		}
@@ -99,7 +103,7 @@ func TestLineReader(t *testing.T) {
 func TestFramesMatchGeneralDecoder(t *testing.T) {
 	src := &restSource[*corev1.Pod]{gvk: corev1.SchemeGroupVersion.WithKind("Pod")}
 	var pods []*corev1.Pod
-	var lines, reordered, pretty bytes.Buffer
+	var lines, reordered, extra, pretty bytes.Buffer
 	for i := range 5 {
 		p := benchPod(i)
 		pods = append(pods, p)
@@ -109,6 +113,7 @@ func TestFramesMatchGeneralDecoder(t *testing.T) {
 		}
 		lines.WriteString(`{"type":"MODIFIED","object":` + string(obj) + "}\n")
 		reordered.WriteString(`{"object":` + string(obj) + `,"type":"MODIFIED"}` + "\n")
+		extra.WriteString(`{"type":"MODIFIED","object":` + string(obj) + `,"extra":{"a":[1]}}` + "\n")
 		indented, err := gojson.MarshalIndent(wireEvent{Type: watch.Modified, Object: p}, "", "  ")
 		if err != nil {
 			t.Fatal(err)
@@ -117,7 +122,7 @@ func TestFramesMatchGeneralDecoder(t *testing.T) {
 		pretty.WriteString("\n")
 	}
 	for _, cutMF := range []bool{false, true} {
-		for name, stream := range map[string][]byte{"lines": lines.Bytes(), "reordered": reordered.Bytes(), "pretty": pretty.Bytes()} {
+		for name, stream := range map[string][]byte{"lines": lines.Bytes(), "reordered": reordered.Bytes(), "extra member": extra.Bytes(), "pretty": pretty.Bytes()} {
 			rr := &recordingReader{r: iotest.HalfReader(bytes.NewReader(stream))}
 			w := &restWatcher[*corev1.Pod]{src: src, read: rr, lines: newLineReader(rr), cutMF: cutMF}
 			for i, p := range pods {
@@ -147,4 +152,51 @@ func TestFramesMatchGeneralDecoder(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzFrameMatchesGeneral: whenever the one-line path decodes a line, the
+// general decoder decodes it to the same event; the line is left as it
+// was either way.
+func FuzzFrameMatchesGeneral(f *testing.F) {
+	obj, err := gojson.Marshal(benchPod(1))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add([]byte(`{"type":"MODIFIED","object":` + string(obj) + `}`))
+	f.Add([]byte(`{"type":"ADDED","object":{"metadata":{"name":"a","managedFields":[{"manager":"m"}]}},"x":1}`))
+	f.Add([]byte(`{"type":"ERROR","object":{"kind":"Status","code":410}}`))
+	f.Add([]byte(`{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"9"}}} `))
+	src := &restSource[*corev1.Pod]{gvk: corev1.SchemeGroupVersion.WithKind("Pod")}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		orig := bytes.Clone(line)
+		var scratch []byte
+		for _, cut := range []bool{false, true} {
+			fast, err := src.decodeFrame(line, cut, &scratch)
+			if !bytes.Equal(line, orig) {
+				t.Fatalf("decodeFrame changed the line")
+			}
+			if err != nil {
+				continue
+			}
+			general, gerr := src.decodeAnyFrame(line)
+			if gerr != nil && cut {
+				continue // managedFields the general decoder refuses were cut: never decoded
+			}
+			if gerr != nil {
+				t.Fatalf("the one-line path decoded %q, the general decoder refused it: %v", line, gerr)
+			}
+			if cut && general.Object != nil {
+				general.Object.ManagedFields = nil
+			}
+			if fast.Object != nil && len(fast.Object.ManagedFields) == 0 {
+				fast.Object.ManagedFields = nil
+			}
+			if general.Object != nil && len(general.Object.ManagedFields) == 0 {
+				general.Object.ManagedFields = nil
+			}
+			if diff := cmp.Diff(general, fast); diff != "" {
+				t.Fatalf("%q, cut %v: the two decoders differ (-general +fast):\n%s", line, cut, diff)
+			}
+		}
+	})
 }

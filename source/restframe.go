@@ -110,9 +110,10 @@ func (e *errReader) Read(p []byte) (int, error) {
 // errNotAFrame: a line is not one event as the API server writes it.
 var errNotAFrame = errors.New("source: not a one-line watch event")
 
-// decodeFrame decodes one line holding one watch event. It returns
-// errNotAFrame for a line it does not recognise, before changing it.
-func (s *restSource[T]) decodeFrame(line []byte, cutMF bool) (Event[T], error) {
+// decodeFrame decodes one line holding one watch event, with scratch as
+// room to cut managedFields out. It returns errNotAFrame, leaving line as
+// it was, for a line it does not recognise.
+func (s *restSource[T]) decodeFrame(line []byte, cutMF bool, scratch *[]byte) (Event[T], error) {
 	typ, obj, ok := envelope(line)
 	if !ok {
 		return Event[T]{}, errNotAFrame
@@ -120,18 +121,33 @@ func (s *restSource[T]) decodeFrame(line []byte, cutMF bool) (Event[T], error) {
 	if watch.EventType(typ) == watch.Error {
 		var status *metav1.Status
 		if err := json.UnmarshalCaseSensitivePreserveInts(obj, &status); err != nil {
-			return Event[T]{}, err
+			return Event[T]{}, notAFrame(err)
 		}
 		return s.event(watch.Error, *new(T), status, true)
 	}
 	if cutMF {
-		obj = cutManagedFields(obj)
+		if cut := cutManagedFields(*scratch, obj); len(cut) < len(obj) {
+			obj, *scratch = cut, cut
+		}
 	}
 	var t T
 	if err := json.UnmarshalCaseSensitivePreserveInts(obj, &t); err != nil {
-		return Event[T]{}, err
+		return Event[T]{}, notAFrame(err)
+	}
+	if cap(*scratch) > maxKeptLine {
+		*scratch = nil
 	}
 	return s.event(watch.EventType(typ), t, nil, true)
+}
+
+// notAFrame turns a syntax error into errNotAFrame: envelope did not check
+// the object's end, so the line may be one event written another way. Any
+// other error is the object's.
+func notAFrame(err error) error {
+	if syntax, _ := json.SyntaxErrorOffset(err); syntax {
+		return errNotAFrame
+	}
+	return err
 }
 
 // decodeAnyFrame decodes a line holding one watch event with its members

@@ -112,6 +112,7 @@ type restWatcher[T cache.Object] struct {
 	lines   *lineReader  // nil once dec took over
 	dec     json.Decoder // the general decoder, once needed
 	cutMF   bool         // drop managedFields before decoding
+	scratch []byte       // room for an object without its managedFields
 	stopped atomic.Bool
 	once    sync.Once
 }
@@ -184,7 +185,7 @@ func (w *restWatcher[T]) decode() (Event[T], error) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		ev, err := w.src.decodeFrame(line, w.cutMF)
+		ev, err := w.src.decodeFrame(line, w.cutMF, &w.scratch)
 		if !errors.Is(err, errNotAFrame) {
 			w.lines.shrink()
 			return ev, err

@@ -53,8 +53,9 @@ func newParallelWatcher[T cache.Object](s *restSource[T], ctx context.Context, c
 	w.wg.Go(w.readLines)
 	for range s.workers {
 		w.wg.Go(func() {
+			var scratch []byte
 			for job := range w.work {
-				job.ev, job.err = s.decodeFrame(job.line, cutMF)
+				job.ev, job.err = s.decodeFrame(job.line, cutMF, &scratch)
 				if errors.Is(job.err, errNotAFrame) {
 					job.ev, job.err = s.decodeAnyFrame(job.line)
 				}
