@@ -30,10 +30,7 @@ var (
 	soakChanges  = flag.Int("soak.changes", 2000, "changes per plan while the faults happen")
 	soakSeed     = flag.Uint64("soak.seed", 0, "seed of the first plan (0: from the clock); plan i uses seed+i")
 	soakVerbose  = flag.Bool("soak.v", false, "log every plan's fault log")
-	// A CoalesceByKey buffer merges a Delete and an Add of a new object of
-	// the same name into one Update between two UIDs, which the Handler
-	// contract rules out: off until that is settled.
-	soakCoalesce = flag.Bool("soak.coalesce", false, "add a CoalesceByKey handler")
+	soakCoalesce = flag.Bool("soak.coalesce", true, "add a CoalesceByKey handler")
 )
 
 // soakTotals add up what the plans did.

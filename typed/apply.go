@@ -195,7 +195,9 @@ func (a *applier[T]) flush() {
 				if fsu {
 					obj = c.Prev
 				}
-				a.note(notification[T]{kind: notifyDelete, key: c.Key, obj: obj, fsu: fsu})
+				// old: what the handler holds, for CoalesceByKey (a Delete then
+				// an Add of the same object is an Update from it).
+				a.note(notification[T]{kind: notifyDelete, key: c.Key, obj: obj, old: c.Prev, fsu: fsu})
 			}
 		case c.Existed:
 			a.noteUpdate(c.Key, c.Prev, c.Object, false)

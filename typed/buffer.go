@@ -21,15 +21,20 @@ const (
 	// a Block handler must not wait for the cache to move (for example
 	// with WaitForResourceVersion) inside its callbacks.
 	Block
-	// CoalesceByKey keeps at most one pending notification per key, so a
-	// lagging handler holds at most as many as the cache has objects and
-	// still ends on every key's final state. A new notification for a key
-	// with one pending merges into it: Add then Update is an Add of the
-	// newer object; Update then Update is one Update from the older old
-	// to the newer new; anything then Delete is a Delete, and Add then
-	// Delete is nothing; Delete then Add is an Update from the deleted
-	// object to the new one. Registration.Merged counts the notifications
-	// merged away.
+	// CoalesceByKey keeps at most one pending notification per key (two
+	// in one case, below), so a lagging handler holds about as many as the
+	// cache has objects and still ends on every key's final state. A new
+	// notification for a key with one pending merges into it: Add then
+	// Update is an Add of the newer object; Update then Update is one
+	// Update from the older old to the newer new; anything then Delete is
+	// a Delete, and Add then Delete is nothing; Delete then Add of the
+	// same object (same UID) is an Update from the object the handler
+	// holds to the new one. Delete then Add of a new object under the same
+	// name (another UID) stays a Delete then an Add, as the informer
+	// reports a UID change: an Update's two objects always have one UID.
+	// That Add then merges as any Add does (a later Update into it, a
+	// Delete cancels it and leaves the Delete). Registration.Merged counts
+	// the notifications merged away.
 	CoalesceByKey
 )
 
@@ -64,6 +69,21 @@ type HandlerOptions struct {
 	Size int
 }
 
+// notifyReplace is a pending Delete of one object then an Add of another
+// of the same key and another UID: the pair CoalesceByKey keeps apart. Its
+// old and fsu are the Delete's, obj and initial the Add's.
+const notifyReplace notifyKind = notifySynced + 1
+
+// mergeResult says what merge did with a notification.
+type mergeResult uint8
+
+const (
+	merged    mergeResult = iota // folded into the pending one
+	cancelled                    // the two cancel out: nothing is pending
+	split                        // a Delete and an Add of a new UID: two are pending
+	unpaired                     // a pair's Add and the new Delete cancel out: the pair's Delete is pending
+)
+
 // addLocked queues n, merging it into the key's pending notification under
 // CoalesceByKey.
 func (l *listener[T]) addLocked(n notification[T]) {
@@ -79,12 +99,18 @@ func (l *listener[T]) addLocked(n notification[T]) {
 		l.depth.Add(1)
 		return
 	}
-	l.merged.Add(1)
-	if !merge(&l.buf[i], n) {
-		// The two cancel out: nothing is pending for the key.
+	switch merge(&l.buf[i], n) {
+	case merged:
+		l.merged.Add(1)
+	case split:
+		l.depth.Add(1)
+	case unpaired:
+		l.merged.Add(2)
+		l.depth.Add(-1)
+	case cancelled:
 		l.buf[i] = notification[T]{}
 		delete(l.pending, n.key)
-		l.merged.Add(1)
+		l.merged.Add(2)
 		l.depth.Add(-1)
 		l.dead++
 		if l.dead > 64 && 2*l.dead > len(l.buf)-l.head {
@@ -93,42 +119,56 @@ func (l *listener[T]) addLocked(n notification[T]) {
 	}
 }
 
-// merge folds n into the pending notification p of the same key, and
-// reports false if the two cancel out (an Add, then a Delete).
-func merge[T cache.Object](p *notification[T], n notification[T]) bool {
+// merge folds n into the pending notification p of the same key.
+func merge[T cache.Object](p *notification[T], n notification[T]) mergeResult {
 	var zero T
 	switch n.kind {
 	case notifyDelete:
-		if p.kind == notifyAdd {
-			return false
+		switch p.kind {
+		case notifyAdd:
+			return cancelled
+		case notifyReplace:
+			// The new object was never delivered: only the Delete of
+			// the one the handler holds is left.
+			*p = notification[T]{kind: notifyDelete, key: n.key, fsu: p.fsu, obj: p.old}
+			return unpaired
 		}
-		had := p.old // an Update's old: what the handler holds
+		had := n.old // the cached object the Delete removed
+		if p.kind == notifyUpdate {
+			had = p.old // the handler holds an Update's old
+		}
 		*p = n
 		p.old = had // kept for a Delete then Add, unused by the Delete
-		return true
+		return merged
 	case notifyAdd:
 		if p.kind == notifyDelete {
+			if o, c := p.obj.GetUID(), n.obj.GetUID(); o != "" && c != "" && o != c {
+				// Another object under the name: the handler hears the
+				// Delete, then the Add.
+				*p = notification[T]{kind: notifyReplace, key: n.key, fsu: p.fsu, old: p.obj, obj: n.obj, initial: n.initial}
+				return split
+			}
 			// Gone and back: an Update from what the handler holds.
 			had := p.old
 			if had == zero {
 				had = p.obj
 			}
 			*p = notification[T]{kind: notifyUpdate, key: n.key, old: had, obj: n.obj}
-			return true
+			return merged
 		}
-		p.obj = n.obj
+		p.obj = n.obj // after an Add, Update or a pair: the newer object
 	case notifyUpdate:
 		switch p.kind {
-		case notifyAdd, notifyUpdate: // keeps the oldest old, and initial
+		case notifyAdd, notifyUpdate, notifyReplace: // keeps the oldest old, and initial
 			p.obj = n.obj
 		default:
 			*p = n
 		}
 	}
-	if p.kind != notifyUpdate {
+	if p.kind == notifyAdd {
 		p.old = zero
 	}
-	return true
+	return merged
 }
 
 // compactLocked drops the cancelled entries of buf and reindexes it.
@@ -168,10 +208,16 @@ func (l *listener[T]) runCoalesced() {
 			continue
 		}
 		n := l.buf[l.head]
-		l.buf[l.head] = notification[T]{}
-		l.head++
-		if n.kind != notifySynced {
-			delete(l.pending, n.key)
+		if n.kind == notifyReplace {
+			// The Delete now; the Add stays pending and keeps merging.
+			l.buf[l.head] = notification[T]{kind: notifyAdd, key: n.key, obj: n.obj, initial: n.initial}
+			n = notification[T]{kind: notifyDelete, key: n.key, obj: n.old, fsu: n.fsu}
+		} else {
+			l.buf[l.head] = notification[T]{}
+			l.head++
+			if n.kind != notifySynced {
+				delete(l.pending, n.key)
+			}
 		}
 		l.mu.Unlock()
 		if l.removed.Load() {

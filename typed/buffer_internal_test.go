@@ -2,11 +2,13 @@ package typed
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/handler"
@@ -28,6 +30,22 @@ func TestCoalesceMerges(t *testing.T) {
 	del := func(rv string, fsu bool) notification[*corev1.Pod] {
 		return notification[*corev1.Pod]{kind: notifyDelete, fsu: fsu, key: k, obj: p(rv)}
 	}
+	// Objects with a UID: the rv is "<uid>/<rv>".
+	pu := func(uid, rv string) *corev1.Pod {
+		o := p(uid + "/" + rv)
+		o.UID = types.UID(uid)
+		return o
+	}
+	addU := func(uid, rv string) notification[*corev1.Pod] {
+		return notification[*corev1.Pod]{kind: notifyAdd, key: k, obj: pu(uid, rv)}
+	}
+	updU := func(uid, old, cur string) notification[*corev1.Pod] {
+		return notification[*corev1.Pod]{kind: notifyUpdate, key: k, old: pu(uid, old), obj: pu(uid, cur)}
+	}
+	// delU: a Delete of uid at rv, of the cached object at had.
+	delU := func(uid, rv, had string) notification[*corev1.Pod] {
+		return notification[*corev1.Pod]{kind: notifyDelete, key: k, obj: pu(uid, rv), old: pu(uid, had)}
+	}
 	for _, tc := range []struct {
 		name   string
 		in     []notification[*corev1.Pod]
@@ -44,6 +62,17 @@ func TestCoalesceMerges(t *testing.T) {
 		{"delete, add", []notification[*corev1.Pod]{del("1", false), add("2", false)}, "update 1->2", 1},
 		{"add, delete, add", []notification[*corev1.Pod]{add("1", false), del("2", false), add("3", false)}, "add 3", 2},
 		{"update, delete, add", []notification[*corev1.Pod]{upd("1", "2"), del("3", false), add("4", false)}, "update 1->4", 2},
+		// The same UID back: an Update from what the handler holds (the
+		// cached object, not the Delete's), of one UID.
+		{"delete, add of one UID", []notification[*corev1.Pod]{delU("u1", "2", "1"), addU("u1", "3")}, "update u1/1->u1/3", 1},
+		{"update, delete, add of one UID", []notification[*corev1.Pod]{updU("u1", "1", "2"), delU("u1", "3", "2"), addU("u1", "4")}, "update u1/1->u1/4", 2},
+		// A new UID: a Delete then an Add, never an Update between two UIDs.
+		{"delete, add of a new UID", []notification[*corev1.Pod]{delU("u1", "2", "1"), addU("u2", "3")}, "delete u1/2; add u2/3", 0},
+		{"update, delete, add of a new UID", []notification[*corev1.Pod]{updU("u1", "1", "2"), delU("u1", "3", "2"), addU("u2", "4")}, "delete u1/3; add u2/4", 1},
+		{"delete, add of a new UID, updates", []notification[*corev1.Pod]{delU("u1", "2", "1"), addU("u2", "3"), updU("u2", "3", "4"), updU("u2", "4", "5")}, "delete u1/2; add u2/5", 2},
+		{"delete, add of a new UID, delete", []notification[*corev1.Pod]{delU("u1", "2", "1"), addU("u2", "3"), delU("u2", "4", "3")}, "delete u1/2", 2},
+		{"delete, add, delete, add of new UIDs", []notification[*corev1.Pod]{delU("u1", "2", "1"), addU("u2", "3"), delU("u2", "4", "3"), addU("u3", "5")}, "delete u1/2; add u3/5", 2},
+		{"add, delete, add of a new UID", []notification[*corev1.Pod]{addU("u1", "1"), delU("u1", "2", "1"), addU("u2", "3")}, "add u2/3", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newListener[*corev1.Pod](handler.Funcs[*corev1.Pod]{}, "test", func(error) {}, HandlerOptions{Buffer: CoalesceByKey})
@@ -65,9 +94,10 @@ func TestCoalesceMerges(t *testing.T) {
 			if m := l.merged.Load(); m != tc.merged {
 				t.Errorf("Merged = %d, want %d", m, tc.merged)
 			}
+			// One pending call per rendered notification.
 			wantDepth := int64(0)
 			if tc.want != "" {
-				wantDepth = 1
+				wantDepth = int64(strings.Count(tc.want, ";") + 1)
 			}
 			if d := l.depth.Load(); d != wantDepth {
 				t.Errorf("depth = %d, want %d", d, wantDepth)
@@ -90,6 +120,8 @@ func renderNote(n notification[*corev1.Pod]) string {
 			return "delete(fsu) " + n.obj.ResourceVersion
 		}
 		return "delete " + n.obj.ResourceVersion
+	case notifyReplace:
+		return "delete " + n.old.ResourceVersion + "; add " + n.obj.ResourceVersion
 	}
 	return "?"
 }

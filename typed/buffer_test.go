@@ -3,9 +3,12 @@ package typed_test
 import (
 	"fmt"
 	"maps"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/typedinformer/informer/cache"
@@ -138,4 +141,110 @@ func TestBlockHoldsTheWriter(t *testing.T) {
 		t.Errorf("Merged = %d under Block, want 0", m)
 	}
 
+}
+
+// TestCoalesceByKeyKeepsUIDChange: a CoalesceByKey handler stalled while
+// an object it has is deleted and re-created under its name with a new
+// UID, then updated, hears a Delete of the old object and an Add of the new
+// one's last state, never an Update between two UIDs (the soak found them
+// merged into one). The handler stalls in an update of another object;
+// a marker object's update, merged into its pending Add, says that every
+// change before it is in the buffer.
+func TestCoalesceByKeyKeepsUIDChange(t *testing.T) {
+	type call struct{ Kind, UID, OldUID, RV string }
+	for _, updates := range []int{0, 1, 3} {
+		t.Run(fmt.Sprint(updates, " updates"), func(t *testing.T) {
+			fake := fakeOf(sourcetest.FakeOptions[*corev1.Pod]{}, it.Pod("ns", "stall", nil))
+			inf := mustInformer(t, fake, typed.Options[*corev1.Pod]{})
+			var mu sync.Mutex
+			var calls []call // of ns/a
+			record := func(name string, c call) {
+				if name == "a" {
+					mu.Lock()
+					calls = append(calls, c)
+					mu.Unlock()
+				}
+			}
+			rec := it.NewRecorder()
+			gate := make(chan struct{})
+			h := handler.Funcs[*corev1.Pod]{
+				AddFunc: func(p *corev1.Pod, initial bool) {
+					rec.Handler().OnAdd(p, initial)
+					record(p.Name, call{"add", string(p.UID), "", p.ResourceVersion})
+				},
+				UpdateFunc: func(old, cur *corev1.Pod) {
+					if cur.Name == "stall" {
+						<-gate
+					}
+					rec.Handler().OnUpdate(old, cur)
+					record(cur.Name, call{"update", string(cur.UID), string(old.UID), cur.ResourceVersion})
+				},
+				DeleteFunc: func(d handler.Deleted[*corev1.Pod]) {
+					rec.Handler().OnDelete(d)
+					record(d.Object.Name, call{"delete", string(d.Object.UID), "", d.Object.ResourceVersion})
+				},
+			}
+			reg, err := inf.AddHandlerWithOptions(h, typed.HandlerOptions{Buffer: typed.CoalesceByKey})
+			if err != nil {
+				t.Fatal(err)
+			}
+			it.Run(t, inf)
+			first, err := fake.Create(it.Pod("ns", "a", nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			it.Eventually(t, "the handler has ns/a", func() bool { mu.Lock(); defer mu.Unlock(); return len(calls) == 1 })
+			update := func(p *corev1.Pod, n int) *corev1.Pod {
+				p = p.DeepCopy()
+				p.Labels = map[string]string{"n": fmt.Sprint(n)}
+				p, err := fake.Update(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p
+			}
+			stall, err := fake.Get(cache.Key{Namespace: "ns", Name: "stall"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			update(stall, 0) // the handler stalls in this update
+			gone, err := fake.Delete(cache.KeyOf(first))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cur, err := fake.Create(it.Pod("ns", "a", nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cur.UID == first.UID || cur.UID == "" {
+				t.Fatalf("re-created object has UID %q, the first %q: want a new one", cur.UID, first.UID)
+			}
+			for i := range updates {
+				cur = update(cur, i)
+			}
+			marker, err := fake.Create(it.Pod("ns", "marker", nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			update(marker, 0)
+			// Merged: the marker's update and the updates of the new ns/a
+			// (and, merged wrongly, its Delete then Add).
+			it.Eventually(t, "every change is in the handler's buffer", func() bool { return reg.Merged() >= int64(updates)+1 })
+			close(gate)
+			want := it.StateOf(fake.Items())
+			it.Eventually(t, "the handler ends on the final state", func() bool { return maps.Equal(want, rec.Replay()) })
+			mu.Lock()
+			got := slices.Clone(calls)
+			mu.Unlock()
+			wantCalls := []call{
+				{"add", string(first.UID), "", first.ResourceVersion},
+				{"delete", string(first.UID), "", gone.ResourceVersion},
+				{"add", string(cur.UID), "", cur.ResourceVersion},
+			}
+			if diff := cmp.Diff(wantCalls, got); diff != "" {
+				t.Errorf("calls for ns/a (-want +got):\n%s", diff)
+			}
+			rec.Check(t, want)
+		})
+	}
 }
