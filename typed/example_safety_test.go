@@ -62,15 +62,9 @@ func ExampleRefusePolicy() {
 // instead of a copy, and names the object and the field.
 func ExampleOptions_detectMutations() {
 	ctx, cancel := context.WithCancel(context.Background())
-	found := make(chan string, 10)
 	inf, err := typed.NewInformer(exampleSource(), typed.Options[*corev1.Pod]{
 		DetectMutations: true,
-		ErrorHandler: func(err error) {
-			var me *typed.MutationError
-			if errors.As(err, &me) {
-				found <- me.Key.String() + " " + strings.Join(me.Fields, ",")
-			}
-		},
+		ErrorHandler:    func(error) {}, // gets each *typed.MutationError too
 	})
 	if err != nil {
 		panic(err)
@@ -90,7 +84,9 @@ func ExampleOptions_detectMutations() {
 	}
 	cancel()
 	<-done // Run compares every cached object with its copy before it returns
-	fmt.Println(<-found)
+	for _, me := range inf.Status().Checks.MutationErrors {
+		fmt.Println(me.Key, strings.Join(me.Fields, ","))
+	}
 	// Output:
 	// default/web-1 ObjectMeta.Labels["app"]
 }
