@@ -238,6 +238,11 @@ func (c *core[T]) candidates(b *buffer[T], ns string, scoped bool, selector labe
 	} else if !q.all {
 		q.residual = reqs
 	}
+	if scoped && pick < 0 {
+		// The candidates are the namespace's: checking each one's
+		// namespace again would only cost a read of every object.
+		q.scoped = false
+	}
 	if n < 0 {
 		for _, obj := range c.items {
 			b.objs = append(b.objs, obj)
