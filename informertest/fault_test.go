@@ -6,6 +6,7 @@ package informertest_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/informertest"
@@ -421,5 +423,96 @@ func TestFault03TooLargeResourceVersion(t *testing.T) {
 	}
 	if len(forms) < 3 {
 		t.Errorf("too-large forms seen %v, want the server's three: the plans test less than they say", forms)
+	}
+}
+
+// TestFault14OddMetadata: fault 14, the metadata a server should never
+// send, in a live watch event of a synced informer over 5 pods: never a
+// panic, and each has the documented outcome. An object without a name is
+// refused (cache.ErrNoName, reported to the ErrorHandler) and the informer
+// relists: the cache holds the truth again (I1). An object of a namespaced
+// type without a namespace is cached under its name alone, as the server's
+// key would be. An object without a resourceVersion is cached, and the
+// informer's last synced resourceVersion stays where it was (I3). (The same
+// name with a new UID across a gap is TestReliabilitySameNameNewUID.)
+func TestFault14OddMetadata(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		obj      *corev1.Pod
+		wantKey  string // the extra key cached, "" for none
+		wantErr  error  // reported, errors.Is
+		wantRV   string // LastSyncResourceVersion after it; "" for the fake's
+		relisted bool
+	}{
+		{"no name", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", ResourceVersion: "900"}}, "", cache.ErrNoName, "", true},
+		{"no namespace", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x", ResourceVersion: "900"}}, "x", nil, "900", false},
+		{"no resourceVersion", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "x"}}, "a/x", nil, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fake := sourcetest.NewFake(sourcetest.FakeOptions[*corev1.Pod]{Objects: podsIn("a", 5)})
+				var mu sync.Mutex
+				var errs []error
+				inf, err := typed.NewInformer[*corev1.Pod](fake, typed.Options[*corev1.Pod]{ErrorHandler: func(err error) {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				rec := it.NewRecorder()
+				if _, err := inf.AddHandler(rec.Handler()); err != nil {
+					t.Fatal(err)
+				}
+				run(t, inf)
+				if err := inf.WaitForSync(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				fakeRV := fake.ResourceVersion()
+				fake.InjectEvent(source.Event[*corev1.Pod]{Type: watch.Added, Object: tc.obj})
+				time.Sleep(time.Minute) // virtual: past any backoff
+				synctest.Wait()
+				var want []string
+				for _, p := range fake.Items() {
+					want = append(want, cache.KeyOf(p).String())
+				}
+				if tc.wantKey != "" {
+					want = append(want, tc.wantKey)
+				}
+				var got []string
+				for _, k := range inf.Store().ListKeys() {
+					got = append(got, k.String())
+				}
+				slices.Sort(want)
+				slices.Sort(got)
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("cached keys (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff(it.StateOf(inf.Store().List()), rec.Replay()); diff != "" {
+					t.Errorf("I2: the handler's replay is not the cache (-want +got):\n%s", diff)
+				}
+				mu.Lock()
+				reported := slices.Clone(errs)
+				mu.Unlock()
+				switch {
+				case tc.wantErr == nil && len(reported) > 0:
+					t.Errorf("errors reported %v, want none", reported)
+				case tc.wantErr != nil && (len(reported) == 0 || !errors.Is(reported[0], tc.wantErr)):
+					t.Errorf("errors reported %v, want one wrapping %v", reported, tc.wantErr)
+				}
+				wantRV := tc.wantRV
+				if wantRV == "" {
+					wantRV = fakeRV
+				}
+				if got := inf.LastSyncResourceVersion(); got != wantRV {
+					t.Errorf("LastSyncResourceVersion %q, want %q", got, wantRV)
+				}
+				if r := inf.Status().Stats.Relists; (r > 0) != tc.relisted {
+					t.Errorf("%d relists, want relisted=%v", r, tc.relisted)
+				}
+				rec.Check(t, it.StateOf(inf.Store().List()))
+			})
+		})
 	}
 }
