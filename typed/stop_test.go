@@ -19,7 +19,7 @@ import (
 	"github.com/typedinformer/informer/typed"
 )
 
-// TestReliabilityStopAtRandomMoments stops Run at 200 random moments
+// TestReliabilityStopAtRandomMoments stops Run at 1,000 random moments
 // (fault 20): right away, during the initial list of up to 2000 objects,
 // during live churn with watch cuts, with and without streaming lists,
 // resync and a transform, while another goroutine adds a handler. Run
@@ -55,7 +55,7 @@ func TestReliabilityStopAtRandomMoments(t *testing.T) {
 	defer func() { close(stopChurn); churnWG.Wait() }()
 
 	var problems []string
-	for iter := range 200 {
+	for iter := range 1000 {
 		fake := fakes[rng.IntN(len(fakes))]
 		opts := typed.Options[*corev1.Pod]{NoWatchList: rng.IntN(2) == 0, ErrorHandler: func(error) {}}
 		if rng.IntN(4) == 0 {
