@@ -137,27 +137,32 @@ func (w *restWatcher[T]) Next(ctx context.Context) (Event[T], error) {
 		defer context.AfterFunc(ctx, w.Stop)()
 	}
 	ev, err := w.decode()
-	switch {
-	case err == nil:
-		return ev, nil
-	case ctx.Err() != nil:
-		return Event[T]{}, ctx.Err()
-	case w.stopped.Load():
-		return Event[T]{}, ErrWatchClosed
+	if err != nil {
+		return Event[T]{}, streamError(ctx, err, w.stopped.Load(), w.read, w.src.resource)
 	}
+	return ev, nil
+}
+
+// streamError is what Next returns when reading the next event of a watch
+// body failed with err.
+func streamError(ctx context.Context, err error, stopped bool, read *recordingReader, res Resource) error {
 	var se *Error
-	if errors.As(err, &se) {
-		return Event[T]{}, err
-	}
-	if w.read.err != nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case stopped:
+		return ErrWatchClosed
+	case errors.As(err, &se):
+		return err
+	case read.err != nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		// The connection ended or failed, possibly mid-event: the stream
 		// is over, and a new watch resumes from the last event.
-		return Event[T]{}, ErrWatchClosed
+		return ErrWatchClosed
 	}
 	// The bytes arrived and do not decode into T: a syntax error, a value
 	// of the wrong JSON type, or one a field's own decoder refuses (a bad
 	// quantity or time).
-	return Event[T]{}, &Error{Phase: PhaseWatch, Err: fmt.Errorf("%w: decode %v watch event: %w", ErrMalformed, w.src.resource, err)}
+	return &Error{Phase: PhaseWatch, Err: fmt.Errorf("%w: decode %v watch event: %w", ErrMalformed, res, err)}
 }
 
 // recordingReader remembers the first read error other than io.EOF, so

@@ -96,22 +96,10 @@ func (w *protoWatcher[T]) Next(ctx context.Context) (Event[T], error) {
 	} else {
 		ev, err = w.decode()
 	}
-	switch {
-	case err == nil:
-		return ev, nil
-	case ctx.Err() != nil:
-		return Event[T]{}, ctx.Err()
-	case w.stopped.Load():
-		return Event[T]{}, ErrWatchClosed
+	if err != nil {
+		return Event[T]{}, streamError(ctx, err, w.stopped.Load(), w.read, w.src.rest.resource)
 	}
-	var se *Error
-	if errors.As(err, &se) {
-		return Event[T]{}, err
-	}
-	if w.read.err != nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return Event[T]{}, ErrWatchClosed
-	}
-	return Event[T]{}, &Error{Phase: PhaseWatch, Err: fmt.Errorf("%w: decode %v watch event: %w", ErrMalformed, w.src.rest.resource, err)}
+	return ev, nil
 }
 
 // maxFrame bounds a frame's length: what the API server can send is far
