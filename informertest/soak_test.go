@@ -42,9 +42,9 @@ type soakTotals struct {
 
 // TestSoak runs random fault plans, each in a bubble of its own (time is
 // virtual: backoffs, delays and stalls cost no real time): an informer
-// over a Faulty fake of -soak.objects pods, with three handlers (an
-// unbounded one, a small blocking one, and one added in the middle of the
-// faults), while -soak.changes changes (updates, deletes, re-creations
+// over a Faulty fake of -soak.objects pods, with four handlers (an
+// unbounded one, a small blocking one, a coalescing one unless
+// -soak.coalesce=false, and one added in the middle of the faults), while -soak.changes changes (updates, deletes, re-creations
 // with a new UID, compactions, bookmarks) happen; then the faults heal
 // and the Checker checks I1-I4 and I6-I8. A divergence fails the test
 // with the invariant, the diff and the seed to replay it with
