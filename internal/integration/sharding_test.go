@@ -293,9 +293,18 @@ func checkShares(t *testing.T, what string, n int, rs ...*shardReplica) {
 		if share < want*0.9 || share > want*1.1 {
 			t.Errorf("%s: %s holds %.1f%% of the pods, want %.1f%% +- 10%%", what, r.id, 100*share, 100*want)
 		}
+		// After a reshard the handlers hold the new range's objects as
+		// soon as the old informer stopped; the new one's cache fills
+		// once its list lands.
 		cached := -1 // no informer
-		if cur := r.inf.Current(); cur != nil {
-			cached = cur.Store().Len()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			cached = -1
+			if cur := r.inf.Current(); cur != nil {
+				cached = cur.Store().Len()
+			}
+			if cached == got || time.Now().After(deadline) {
+				break
+			}
 		}
 		if cached != got {
 			t.Errorf("%s: %s's handlers hold %d pods, its cache %d", what, r.id, got, cached)
