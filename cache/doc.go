@@ -37,9 +37,22 @@
 // # Locks
 //
 // One read-write lock guards the content. It is never held while user code
-// runs: index functions run before a write takes it, and a [Lister] copies
-// its candidates under the read lock and matches selectors after releasing
-// it. Iterators ([Store.All], [Store.ByIndexSeq], [Lister.ListSeq]) yield
-// from a snapshot with no lock held, and after warm-up allocate nothing
-// per object.
+// runs: index functions run before a write takes it, and a [Lister] matches
+// a selector's requirements under the read lock (that is apimachinery's
+// code, not yours) but a custom [labels.Selector] that does not list its
+// requirements after releasing it, on a copy of the candidates. Iterators
+// ([Store.All], [Store.ByIndexSeq], [Lister.ListSeq]) yield from a
+// snapshot with no lock held, and after warm-up allocate nothing per
+// object.
+//
+// # Scans
+//
+// Objects are kept by namespace, then by name, so that listing a namespace
+// reads its objects in place. From the first List that has labels to match
+// on, each stored object also points to its label set, shared by every
+// stored object with the same labels: a scan then matches the selector
+// once per distinct label set (pods of one ReplicaSet share theirs) and
+// does not read the objects it leaves out. Until that first List, writes
+// do not look at labels: a cache read only by key or index pays nothing
+// for it.
 package cache

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 )
@@ -47,8 +47,9 @@ var ErrNilSelector = errors.New("cache: nil selector (use labels.Everything())")
 // Lister answers the queries controllers make of a cache: list by label
 // selector, get by name, in every namespace or in one. It is the typed twin
 // of a generated client-go lister, for any type. Label selectors on the
-// store's label indexes are answered from the index; everything else is
-// matched outside the lock, on a snapshot.
+// store's label indexes are answered from the index; other requirements
+// are matched once per distinct label set of the candidates (see the
+// package documentation, "Scans").
 type Lister[T Object] struct{ c *core[T] }
 
 // List returns the objects, in every namespace, whose labels match
@@ -103,9 +104,10 @@ func (n NamespaceLister[T]) Get(name string) (T, error) {
 
 func (c *core[T]) get(k Key, namespaced bool) (T, error) {
 	c.mu.RLock()
-	obj, ok := c.items[k]
+	s, ok := c.tab.get(k)
 	scope := c.scopeLocked()
 	c.mu.RUnlock()
+	obj := s.obj
 	if ok {
 		return obj, nil
 	}
@@ -122,12 +124,12 @@ func (c *core[T]) get(k Key, namespaced bool) (T, error) {
 
 // scopeLocked is the declared scope, else the one the stored objects show.
 func (c *core[T]) scopeLocked() Scope {
-	if c.scope != ScopeUnknown || len(c.byNS) == 0 {
+	if c.scope != ScopeUnknown || len(c.tab.ns) == 0 {
 		return c.scope
 	}
-	_, cluster := c.byNS[""]
+	_, cluster := c.tab.ns[""]
 	switch {
-	case cluster && len(c.byNS) == 1:
+	case cluster && len(c.tab.ns) == 1:
 		return ScopeCluster
 	case !cluster:
 		return ScopeNamespaced
@@ -144,26 +146,51 @@ type query struct {
 	exact    bool                 // the candidates are the answer, after the namespace check
 	residual []labels.Requirement // requirements the candidates do not prove
 	whole    labels.Selector      // a selector without requirements to plan with: match it whole
+	reqs     []labels.Requirement // the selector's requirements
+	sets     []keySet             // candidates from a label index; nil: the table or its namespace
+	n        int                  // candidates, when known; -1 otherwise
+	gen      uint64               // this query's mark in the label sets' memos
+}
+
+// queries numbers the queries of every store, for the label sets' memos.
+var queries atomic.Uint64
+
+func newQuery(ns string, scoped bool, selector labels.Selector) *query {
+	q := &query{ns: ns, scoped: scoped, all: selector.Empty(), n: -1, gen: queries.Add(1)}
+	reqs, selectable := selector.Requirements()
+	if !q.all && !selectable {
+		// labels.Nothing(), or a custom selector that does not list its
+		// requirements: match it whole, as user code, without the lock.
+		q.whole = selector
+	}
+	if !q.all && selectable {
+		q.reqs = reqs
+	}
+	return q
 }
 
 func (c *core[T]) list(ns string, scoped bool, selector labels.Selector) ([]T, error) {
 	if selector == nil {
 		return nil, ErrNilSelector
 	}
+	q := newQuery(ns, scoped, selector)
+	if q.whole == nil {
+		c.rlockPlanned(q)
+		defer c.mu.RUnlock()
+		out := make([]T, 0, max(q.n, 0))
+		c.scanLocked(q, func(obj T) { out = append(out, obj) })
+		return out, nil
+	}
 	b := c.getBuf()
 	defer c.putBuf(b)
-	q := c.candidates(b, ns, scoped, selector)
-	var out []T
-	if q.all || q.exact {
-		out = make([]T, 0, len(b.objs)) // every candidate, or nearly, is in the answer
-	}
+	c.rlockPlanned(q)
+	c.scanLocked(q, func(obj T) { b.objs = append(b.objs, obj) })
+	c.mu.RUnlock()
+	out := []T{}
 	for _, obj := range b.objs {
-		if q.matches(obj) {
+		if q.whole.Matches(labels.Set(obj.GetLabels())) {
 			out = append(out, obj)
 		}
-	}
-	if out == nil {
-		out = []T{}
 	}
 	return out, nil
 }
@@ -173,88 +200,131 @@ func (c *core[T]) listSeq(ns string, scoped bool, selector labels.Selector) iter
 		if selector == nil {
 			return
 		}
+		q := newQuery(ns, scoped, selector)
 		b := c.getBuf()
 		defer c.putBuf(b)
-		q := c.candidates(b, ns, scoped, selector)
+		c.rlockPlanned(q)
+		c.scanLocked(q, func(obj T) { b.objs = append(b.objs, obj) })
+		c.mu.RUnlock()
 		for _, obj := range b.objs {
-			if q.matches(obj) && !yield(obj) {
+			if q.whole != nil && !q.whole.Matches(labels.Set(obj.GetLabels())) {
+				continue
+			}
+			if !yield(obj) {
 				return
 			}
 		}
 	}
 }
 
-// matches checks what the candidate sets did not prove. It runs without
-// the lock: a custom selector is user code.
-func (q *query) matches(obj metav1.Object) bool {
-	if q.scoped && obj.GetNamespace() != q.ns {
-		return false
-	}
-	if q.all || q.exact {
+// matches checks what the candidates did not prove against the label set
+// of a candidate. A custom selector (q.whole) is matched by the caller,
+// without the lock. Each distinct label set is matched once per query:
+// the set remembers the answer for the last query that asked.
+func (q *query) matches(ls *labelSet) bool {
+	if q.all || q.exact || q.whole != nil {
 		return true
 	}
-	ls := labels.Set(obj.GetLabels())
-	if q.whole != nil {
-		return q.whole.Matches(ls)
+	if ls == nil {
+		return q.matchLabels(nil)
 	}
+	if m := ls.memo.Load(); m>>1 == q.gen {
+		return m&1 == 1
+	}
+	ok := q.matchLabels(ls.m)
+	m := q.gen << 1
+	if ok {
+		m |= 1
+	}
+	ls.memo.Store(m) // concurrent queries may overwrite it: each checks its own mark
+	return ok
+}
+
+func (q *query) matchLabels(set labels.Set) bool {
 	for i := range q.residual {
-		if !q.residual[i].Matches(ls) {
+		if !q.residual[i].Matches(set) {
 			return false
 		}
 	}
 	return true
 }
 
-// candidates copies into b, under the read lock, the objects that may
-// match: those of the smallest key set an index offers for the selector
-// (the namespace index, or a label index for one equality or set
-// requirement), else every object.
-func (c *core[T]) candidates(b *buffer[T], ns string, scoped bool, selector labels.Selector) *query {
-	q := &query{ns: ns, scoped: scoped, all: selector.Empty()}
-	reqs, selectable := selector.Requirements()
-	if !q.all && !selectable {
-		// labels.Nothing(), or a custom selector that does not list its
-		// requirements: match it whole.
-		q.whole = selector
-	}
+// rlockPlanned takes the read lock and plans q. A query with labels to
+// match on its candidates labels the table first, once for the store's
+// life (with the write lock, for a moment as long as a relist's write).
+func (c *core[T]) rlockPlanned(q *query) {
 	c.mu.RLock()
-	defer c.mu.RUnlock()
-	var sets []keySet
-	n, pick := -1, -1
-	if scoped {
-		sets, n = []keySet{c.byNS[ns]}, len(c.byNS[ns])
+	c.planLocked(q)
+	if c.tab.labeled || len(q.residual) == 0 {
+		return
 	}
-	if !q.all && selectable {
-		for i, r := range reqs {
-			rs, rn, ok := c.labelSetsLocked(r)
-			if ok && (n < 0 || rn < n) {
-				sets, n, pick = rs, rn, i
-			}
+	c.mu.RUnlock()
+	c.mu.Lock()
+	c.tab.label()
+	c.mu.Unlock()
+	c.mu.RLock()
+	c.planLocked(q) // the content may have changed meanwhile
+}
+
+// planLocked picks the smallest candidate set an index offers for the
+// selector: the namespace, or a label index for one equality or set
+// requirement, else every object.
+func (c *core[T]) planLocked(q *query) {
+	q.sets, q.residual, q.exact, q.n = nil, nil, false, -1
+	if q.scoped {
+		q.n = len(c.tab.ns[q.ns])
+	} else if q.all {
+		q.n = c.tab.n
+	}
+	pick := -1
+	for i, r := range q.reqs {
+		rs, rn, ok := c.labelSetsLocked(r)
+		if ok && (q.n < 0 || rn < q.n) {
+			q.sets, q.n, pick = rs, rn, i
 		}
 	}
 	if pick >= 0 {
-		q.residual = append(reqs[:pick:pick], reqs[pick+1:]...)
+		q.residual = append(q.reqs[:pick:pick], q.reqs[pick+1:]...)
 		q.exact = len(q.residual) == 0
-	} else if !q.all {
-		q.residual = reqs
-	}
-	if scoped && pick < 0 {
-		// The candidates are the namespace's: checking each one's
-		// namespace again would only cost a read of every object.
-		q.scoped = false
-	}
-	if n < 0 {
-		for _, obj := range c.items {
-			b.objs = append(b.objs, obj)
-		}
 	} else {
-		for _, set := range sets {
+		q.residual = q.reqs
+	}
+	if !q.all && !q.exact {
+		q.n = -1 // only an upper bound
+	}
+}
+
+// scanLocked calls f with every candidate that matches q, holding the
+// read lock. Slots are read in place: the objects themselves are not
+// touched.
+func (c *core[T]) scanLocked(q *query, f func(T)) {
+	switch {
+	case q.sets != nil:
+		for _, set := range q.sets {
 			for k := range set {
-				b.objs = append(b.objs, c.items[k])
+				if q.scoped && k.Namespace != q.ns {
+					continue
+				}
+				if s, ok := c.tab.get(k); ok && q.matches(s.ls) {
+					f(s.obj)
+				}
+			}
+		}
+	case q.scoped:
+		for _, s := range c.tab.ns[q.ns] {
+			if q.matches(s.ls) {
+				f(s.obj)
+			}
+		}
+	default:
+		for _, m := range c.tab.ns {
+			for _, s := range m {
+				if q.matches(s.ls) {
+					f(s.obj)
+				}
 			}
 		}
 	}
-	return q
 }
 
 // labelSetsLocked returns the key sets of a label index that answer r

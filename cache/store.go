@@ -27,37 +27,34 @@ func (s *Store[T]) Get(obj T) (T, bool) {
 // GetByKey returns the object stored under key.
 func (s *Store[T]) GetByKey(key Key) (T, bool) {
 	s.c.mu.RLock()
-	obj, ok := s.c.items[key]
+	sl, ok := s.c.tab.get(key)
 	s.c.mu.RUnlock()
-	return obj, ok
+	return sl.obj, ok
 }
 
 // Len returns the number of stored objects.
 func (s *Store[T]) Len() int {
 	s.c.mu.RLock()
 	defer s.c.mu.RUnlock()
-	return len(s.c.items)
+	return s.c.tab.n
 }
 
 // List returns every stored object in a new slice, in no particular order.
 func (s *Store[T]) List() []T {
 	s.c.mu.RLock()
 	defer s.c.mu.RUnlock()
-	out := make([]T, 0, len(s.c.items))
-	for _, obj := range s.c.items {
-		out = append(out, obj)
-	}
-	return out
+	return s.c.objectsLocked()
 }
 
 // ListKeys returns every key in a new slice, in no particular order.
 func (s *Store[T]) ListKeys() []Key {
 	s.c.mu.RLock()
 	defer s.c.mu.RUnlock()
-	out := make([]Key, 0, len(s.c.items))
-	for k := range s.c.items {
+	out := make([]Key, 0, s.c.tab.n)
+	s.c.tab.each(func(k Key, _ slot[T]) bool {
 		out = append(out, k)
-	}
+		return true
+	})
 	return out
 }
 
@@ -69,10 +66,11 @@ func (s *Store[T]) All() iter.Seq2[Key, T] {
 		b := s.c.getBuf()
 		defer s.c.putBuf(b)
 		s.c.mu.RLock()
-		for k, obj := range s.c.items {
+		s.c.tab.each(func(k Key, sl slot[T]) bool {
 			b.keys = append(b.keys, k)
-			b.objs = append(b.objs, obj)
-		}
+			b.objs = append(b.objs, sl.obj)
+			return true
+		})
 		s.c.mu.RUnlock()
 		for i, k := range b.keys {
 			if !yield(k, b.objs[i]) {
@@ -89,11 +87,7 @@ func (s *Store[T]) All() iter.Seq2[Key, T] {
 func (s *Store[T]) Snapshot() ([]T, uint64) {
 	s.c.mu.RLock()
 	defer s.c.mu.RUnlock()
-	out := make([]T, 0, len(s.c.items))
-	for _, obj := range s.c.items {
-		out = append(out, obj)
-	}
-	return out, s.c.rev
+	return s.c.objectsLocked(), s.c.rev
 }
 
 // ByIndex returns the objects indexed under value in the index called name
@@ -101,6 +95,14 @@ func (s *Store[T]) Snapshot() ([]T, uint64) {
 func (s *Store[T]) ByIndex(name, value string) ([]T, error) {
 	s.c.mu.RLock()
 	defer s.c.mu.RUnlock()
+	if name == NamespaceIndex {
+		m := s.c.tab.ns[value]
+		out := make([]T, 0, len(m))
+		for _, sl := range m {
+			out = append(out, sl.obj)
+		}
+		return out, nil
+	}
 	ix, err := s.c.indexLocked(name)
 	if err != nil {
 		return nil, err
@@ -108,7 +110,8 @@ func (s *Store[T]) ByIndex(name, value string) ([]T, error) {
 	set := ix[value]
 	out := make([]T, 0, len(set))
 	for k := range set {
-		out = append(out, s.c.items[k])
+		sl, _ := s.c.tab.get(k)
+		out = append(out, sl.obj)
 	}
 	return out, nil
 }
@@ -121,9 +124,14 @@ func (s *Store[T]) ByIndexSeq(name, value string) iter.Seq[T] {
 		b := s.c.getBuf()
 		defer s.c.putBuf(b)
 		s.c.mu.RLock()
-		if ix, err := s.c.indexLocked(name); err == nil {
+		if name == NamespaceIndex {
+			for _, sl := range s.c.tab.ns[value] {
+				b.objs = append(b.objs, sl.obj)
+			}
+		} else if ix, err := s.c.indexLocked(name); err == nil {
 			for k := range ix[value] {
-				b.objs = append(b.objs, s.c.items[k])
+				sl, _ := s.c.tab.get(k)
+				b.objs = append(b.objs, sl.obj)
 			}
 		}
 		s.c.mu.RUnlock()
@@ -139,14 +147,22 @@ func (s *Store[T]) ByIndexSeq(name, value string) iter.Seq[T] {
 // sorted, or [ErrNoIndex].
 func (s *Store[T]) IndexValues(name string) ([]string, error) {
 	s.c.mu.RLock()
-	ix, err := s.c.indexLocked(name)
-	if err != nil {
-		s.c.mu.RUnlock()
-		return nil, err
-	}
-	out := make([]string, 0, len(ix))
-	for v := range ix {
-		out = append(out, v)
+	var out []string
+	if name == NamespaceIndex {
+		out = make([]string, 0, len(s.c.tab.ns))
+		for v := range s.c.tab.ns {
+			out = append(out, v)
+		}
+	} else {
+		ix, err := s.c.indexLocked(name)
+		if err != nil {
+			s.c.mu.RUnlock()
+			return nil, err
+		}
+		out = make([]string, 0, len(ix))
+		for v := range ix {
+			out = append(out, v)
+		}
 	}
 	s.c.mu.RUnlock()
 	slices.Sort(out)
@@ -156,11 +172,21 @@ func (s *Store[T]) IndexValues(name string) ([]string, error) {
 // Lister returns the typed lister over the store.
 func (s *Store[T]) Lister() *Lister[T] { return &Lister[T]{c: s.c} }
 
-// indexLocked returns the index called name; the caller holds the lock.
-func (c *core[T]) indexLocked(name string) (index, error) {
-	if name == NamespaceIndex {
-		return c.byNS, nil
+// objectsLocked returns every stored object in a new slice; the caller
+// holds the lock.
+func (c *core[T]) objectsLocked() []T {
+	out := make([]T, 0, c.tab.n)
+	for _, m := range c.tab.ns {
+		for _, sl := range m {
+			out = append(out, sl.obj)
+		}
 	}
+	return out
+}
+
+// indexLocked returns the custom index called name; the caller holds the
+// lock. The namespace index is the table itself.
+func (c *core[T]) indexLocked(name string) (index, error) {
 	if i := slices.Index(c.cur.names, name); i >= 0 {
 		return c.custom[i], nil
 	}

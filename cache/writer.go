@@ -39,12 +39,11 @@ type core[T Object] struct {
 	set atomic.Pointer[indexSet[T]]
 
 	mu     sync.RWMutex
-	cur    *indexSet[T] // the set the maps below follow; equals set
-	items  map[Key]T
+	cur    *indexSet[T]       // the set the maps below follow; equals set
+	tab    table[T]           // the objects; also the namespace index
 	vals   map[Key][][]string // per key, aligned with cur.names; empty without custom indexes
-	byNS   index
-	custom []index // aligned with cur.names
-	labels []index // aligned with labelKeys
+	custom []index            // aligned with cur.names
+	labels []index            // aligned with labelKeys
 	rev    uint64
 
 	bufs chan *buffer[T] // free iteration buffers
@@ -73,9 +72,8 @@ func NewWriter[T Object](opts Options[T]) (*Writer[T], error) {
 		resource:  opts.Resource,
 		scope:     opts.Scope,
 		labelKeys: slices.Clone(opts.LabelIndexes),
-		items:     map[Key]T{},
+		tab:       newTable[T](0, false),
 		vals:      map[Key][][]string{},
-		byNS:      index{},
 		bufs:      make(chan *buffer[T], 4),
 	}
 	if c.resource.Empty() {
@@ -127,11 +125,11 @@ func (w *Writer[T]) Entry(key Key) (Entry[T], bool) {
 	c := w.c
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	obj, ok := c.items[key]
+	s, ok := c.tab.get(key)
 	if !ok {
 		return Entry[T]{}, false
 	}
-	return Entry[T]{Key: key, Object: obj, idx: preparedFor(c.cur, c.vals[key])}, true
+	return Entry[T]{Key: key, Object: s.obj, idx: preparedFor(c.cur, c.vals[key])}, true
 }
 
 // Apply makes every change, in order, as one write: a reader sees all of
@@ -179,17 +177,17 @@ func (c *core[T]) write(changes []Change[T], replace bool) (uint64, error) {
 			c.mu.Unlock()
 			continue
 		}
-		if !replace && len(c.items) == 0 && len(changes) >= presize {
-			c.items = make(map[Key]T, len(changes)) // a first list: grow once
-		}
 		if replace {
-			c.items, c.vals, c.byNS = make(map[Key]T, len(changes)), map[Key][][]string{}, index{}
+			c.tab, c.vals = newTable[T](len(changes), c.tab.labeled), map[Key][][]string{}
 			for i := range c.custom {
 				c.custom[i] = index{}
 			}
 			for i := range c.labels {
 				c.labels[i] = index{}
 			}
+		}
+		if c.tab.n == 0 && len(changes) >= presize {
+			c.presizeLocked(changes) // a first list: grow once
 		}
 		for i := range changes {
 			c.applyLocked(&changes[i])
@@ -248,16 +246,31 @@ func (c *core[T]) ready(ch *Change[T], s *indexSet[T]) error {
 	return errors.Join(errs...)
 }
 
+// presizeLocked sizes the namespaces of an empty store for the objects
+// changes will store.
+func (c *core[T]) presizeLocked(changes []Change[T]) {
+	counts := map[string]int{}
+	for i := range changes {
+		if !changes[i].Delete {
+			counts[changes[i].Key.Namespace]++
+		}
+	}
+	for ns, n := range counts {
+		c.tab.presize(ns, n)
+	}
+}
+
 // applyLocked makes one change that ready has checked.
 func (c *core[T]) applyLocked(ch *Change[T]) {
 	k := ch.Key
-	old, existed := c.items[k]
+	m, cur, existed := c.tab.lookup(k)
+	old := cur.obj
 	ch.Prev, ch.Existed = old, existed
 	switch {
 	case ch.Delete:
 		if existed {
 			c.unindexLocked(k, old)
-			delete(c.items, k)
+			c.tab.del(k, cur)
 			delete(c.vals, k)
 		}
 		return
@@ -267,13 +280,7 @@ func (c *core[T]) applyLocked(ch *Change[T]) {
 		return // the same object again (a resync, an unchanged relist item)
 	}
 	obj := ch.Object
-	c.items[k] = obj
-	if !existed || old.GetNamespace() != obj.GetNamespace() {
-		if existed {
-			c.byNS.remove(old.GetNamespace(), k)
-		}
-		c.byNS.add(obj.GetNamespace(), k)
-	}
+	c.tab.put(m, k, obj, cur, existed)
 	if len(c.custom) > 0 {
 		oldVals := c.vals[k]
 		for i, ix := range c.custom {
@@ -310,7 +317,6 @@ func (c *core[T]) applyLocked(ch *Change[T]) {
 
 // unindexLocked removes k, holding old, from every index.
 func (c *core[T]) unindexLocked(k Key, old T) {
-	c.byNS.remove(old.GetNamespace(), k)
 	if vals := c.vals[k]; len(vals) > 0 {
 		for i, ix := range c.custom {
 			ix.removeAll(vals[i], k)
@@ -337,10 +343,11 @@ func (w *Writer[T]) AddIndexers(add Indexers[T]) error {
 	for {
 		c.mu.RLock()
 		s := c.cur
-		todo := make(map[Key]T, len(c.items))
-		for k, obj := range c.items {
-			todo[k] = obj
-		}
+		todo := make(map[Key]T, c.tab.n)
+		c.tab.each(func(k Key, s slot[T]) bool {
+			todo[k] = s.obj
+			return true
+		})
 		c.mu.RUnlock()
 		next, err := s.with(add)
 		if err != nil {
@@ -380,11 +387,12 @@ func (c *core[T]) buildIndexes(s, next *indexSet[T], todo map[Key]T) (bool, erro
 			return false, nil
 		}
 		todo = map[Key]T{}
-		for k, obj := range c.items {
-			if h, ok := have[k]; !ok || h.obj != obj {
-				todo[k] = obj
+		c.tab.each(func(k Key, s slot[T]) bool {
+			if h, ok := have[k]; !ok || h.obj != s.obj {
+				todo[k] = s.obj
 			}
-		}
+			return true
+		})
 		if len(todo) == 0 {
 			c.installLocked(next, from, have)
 			c.mu.Unlock()
@@ -400,13 +408,14 @@ func (c *core[T]) installLocked(next *indexSet[T], from int, have map[Key]comput
 	for i := range added {
 		added[i] = index{}
 	}
-	for k := range c.items {
+	c.tab.each(func(k Key, _ slot[T]) bool {
 		vals := have[k].vals
 		c.vals[k] = slices.Concat(c.vals[k], vals)
 		for i, ix := range added {
 			ix.addAll(vals[i], k)
 		}
-	}
+		return true
+	})
 	c.custom = append(slices.Clip(c.custom), added...)
 	c.cur = next
 	c.set.Store(next)
