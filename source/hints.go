@@ -11,6 +11,14 @@ type Hints struct {
 	// REST source of [FromConfig] then does not decode them from JSON
 	// watch events (about a third of a server pod's bytes).
 	DropManagedFields bool
+	// Intern: the caller keeps the objects long: share equal strings
+	// between them. The REST source of [FromConfig] then makes every
+	// string of a decoded object that other objects are likely to hold
+	// too (namespace, labels, images, owner, node, condition types...)
+	// one shared copy, held weakly, leaving out those unique to an object
+	// (name, uid, resourceVersion). Only strings are shared, never maps
+	// or slices, so the objects behave exactly as before.
+	Intern bool
 }
 
 type hintsKey struct{}

@@ -40,8 +40,24 @@ func (p *protoSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (Wa
 		return nil, &Error{Phase: PhaseWatchStart, Err: err}
 	}
 	read := &recordingReader{r: body}
+	h := HintsFrom(ctx)
 	return &protoWatcher[T]{src: p, ctx: ctx, cancel: cancel, body: body, read: read,
-		in: newBufReader(read), cutMF: HintsFrom(ctx).DropManagedFields}, nil
+		in: newBufReader(read), cutMF: h.DropManagedFields, intern: h.Intern}, nil
+}
+
+// List lists through client-go's codecs, which decode a new object for
+// every item: its strings are shared as the watch's are.
+func (p *protoSource[T]) List(ctx context.Context, opts metav1.ListOptions) (List[T], error) {
+	l, err := p.runtimeSource.List(ctx, opts)
+	if err != nil || !HintsFrom(ctx).Intern {
+		return l, err
+	}
+	for i, obj := range l.Items {
+		if err := p.rest.share(obj, true); err != nil {
+			return List[T]{}, &Error{Phase: PhaseList, Err: fmt.Errorf("item %d: %w", i, err)}
+		}
+	}
+	return l, nil
 }
 
 // protoWatcher decodes a protobuf watch stream on the caller's goroutine;
@@ -55,6 +71,7 @@ type protoWatcher[T cache.Object] struct {
 	read    *recordingReader
 	in      *bufio.Reader
 	cutMF   bool
+	intern  bool
 	json    *restWatcher[T] // set if the stream is JSON
 	sniffed bool
 	frame   []byte
@@ -99,7 +116,7 @@ func (w *protoWatcher[T]) Next(ctx context.Context) (Event[T], error) {
 	if err != nil {
 		return Event[T]{}, streamError(ctx, err, w.stopped.Load(), w.read, w.src.rest.resource)
 	}
-	return ev, nil
+	return w.src.rest.shareEvent(ev, w.intern)
 }
 
 // maxFrame bounds a frame's length: what the API server can send is far

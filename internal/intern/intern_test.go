@@ -231,7 +231,7 @@ func same(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b
 // interning: the equal ones, except those unique to an object.
 func TestStringsShares(t *testing.T) {
 	pods := decodedPods(t, 200)
-	a, b := pods[0], pods[100] // same namespace, app and node
+	a, b := pods[0], pods[100]   // same namespace, app and node
 	twin := decodedPods(t, 1)[0] // the same pod as a, decoded again
 	in := newInterner[*corev1.Pod](t, intern.Options{})
 	for _, p := range []*corev1.Pod{a, b, twin} {

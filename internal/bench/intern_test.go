@@ -1,0 +1,95 @@
+package bench_test
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/typedinformer/informer/internal/bench"
+	"github.com/typedinformer/informer/source"
+	"github.com/typedinformer/informer/typed"
+)
+
+// BenchmarkHeapPerPodIntern is BenchmarkHeapPerPod for our side only,
+// with shared strings on (the default) and off (typed.Options.NoIntern),
+// in the same run: the difference is what sharing saves per cached pod.
+func BenchmarkHeapPerPodIntern(b *testing.B) {
+	const n = 5000
+	list, err := bench.JSONList("1", bench.Pods(n, bench.PodOptions{ManagedFields: true}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, mode := range []string{"on", "off"} {
+		b.Run("intern="+mode, func(b *testing.B) {
+			var perPod float64
+			for range b.N {
+				replay := &bench.Replay{List: list, WatchType: "application/json"}
+				before := liveHeap()
+				r := startWire(b, "ours", replay, false, 0, func() {}, typed.Options[*corev1.Pod]{NoIntern: mode == "off"})
+				if !r.synced(context.Background()) {
+					b.Fatal("not synced")
+				}
+				after := liveHeap()
+				if got := r.len(); got != n {
+					b.Fatalf("cached %d pods, want %d", got, n)
+				}
+				perPod = float64(int64(after)-int64(before)) / n
+				r.stop()
+			}
+			b.ReportMetric(perPod, "B/pod")
+		})
+	}
+}
+
+// BenchmarkDecodeWatchEventIntern is BenchmarkDecodeWatchEvent for our
+// side with the hints an informer gives by default (managedFields cut,
+// strings shared) and with shared strings off: the difference is what
+// sharing costs per decoded pod. One op is one event.
+func BenchmarkDecodeWatchEventIntern(b *testing.B) {
+	data, contentType := wireStream(b, "json")
+	for _, mode := range []string{"on", "off"} {
+		b.Run("intern="+mode, func(b *testing.B) {
+			replay := &bench.Replay{List: emptyList, Watch: data, WatchType: contentType, Repeat: (b.N + streamEvents - 1) / streamEvents}
+			src, err := source.FromConfig[*corev1.Pod](replay.Config(false), source.RESTOptions{Mapper: bench.Mapper()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := source.WithHints(context.Background(), source.Hints{DropManagedFields: true, Intern: mode == "on"})
+			w, err := src.Watch(ctx, metav1.ListOptions{ResourceVersion: "1"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer w.Stop()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if ev, err := w.Next(ctx); err != nil || ev.Object == nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkWireIntern is BenchmarkWire for our side with shared strings
+// on (the default) and off. One op is one event.
+func BenchmarkWireIntern(b *testing.B) {
+	for _, format := range []string{"json", "protobuf"} {
+		data, contentType := wireStream(b, format)
+		for _, mode := range []string{"on", "off"} {
+			b.Run("format="+format+"/intern="+mode, func(b *testing.B) {
+				replay := &bench.Replay{List: emptyList, Watch: data, WatchType: contentType, Repeat: (b.N + streamEvents - 1) / streamEvents}
+				c := newCounter(b.N)
+				b.ReportAllocs()
+				b.ResetTimer()
+				r := startWire(b, "ours", replay, format == "protobuf", 0, c.hit, typed.Options[*corev1.Pod]{NoIntern: mode == "off"})
+				<-c.done
+				b.StopTimer()
+				r.stop()
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+			})
+		}
+	}
+}
