@@ -91,6 +91,18 @@ type sliceQueue[E any] struct {
 func (r *sliceQueue[E]) len() int { return len(r.buf) - r.head }
 
 func (r *sliceQueue[E]) push(e E) {
+	r.compact()
+	r.buf = append(r.buf, e)
+}
+
+// pushAll pushes es in order, growing the buffer at most once.
+func (r *sliceQueue[E]) pushAll(es []E) {
+	r.compact()
+	r.buf = append(r.buf, es...)
+}
+
+// compact reclaims the consumed head before a push.
+func (r *sliceQueue[E]) compact() {
 	if r.head > 0 && r.head == len(r.buf) {
 		r.buf, r.head = r.buf[:0], 0
 	} else if r.head >= 1024 && r.head*2 >= len(r.buf) {
@@ -98,7 +110,6 @@ func (r *sliceQueue[E]) push(e E) {
 		clear(r.buf[n:])
 		r.buf, r.head = r.buf[:n], 0
 	}
-	r.buf = append(r.buf, e)
 }
 
 // at returns the i-th item from the head.

@@ -66,9 +66,7 @@ func (q *Queue[T]) Push(deltas ...Delta[T]) error {
 		q.mu.Unlock()
 		return ErrClosed
 	}
-	for _, d := range deltas {
-		q.items.push(d)
-	}
+	q.items.pushAll(deltas)
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:

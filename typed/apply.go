@@ -2,6 +2,7 @@ package typed
 
 import (
 	"context"
+	"slices"
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/fifo"
@@ -24,6 +25,7 @@ type applier[T cache.Object] struct {
 	fresh   bool              // the cache was empty when the list started
 	listed  map[cache.Key]int // key -> index in list; for a fresh list, nil until needed (index)
 	list    []cache.Entry[T]  // in order of first appearance; zero Key: removed
+	left    int               // deltas of the batch being taken from the current one on
 
 	// Quarantine (poison.go): the number of quarantined objects, and the
 	// objects left out of the list being collected (key -> version).
@@ -42,6 +44,7 @@ func (a *applier[T]) run(ctx context.Context) error {
 		}
 		start := a.inf.batchStart()
 		for i := range ds {
+			a.left = len(ds) - i
 			a.take(&ds[i])
 		}
 		a.flush()
@@ -147,6 +150,9 @@ func (a *applier[T]) collect(d *fifo.Delta[T]) {
 		return
 	}
 	e := d.Entry
+	if len(a.list) == cap(a.list) {
+		a.list = slices.Grow(a.list, a.left) // the rest of the batch may be listed too: grow once for it
+	}
 	if a.listed == nil {
 		// A fresh list without deletions so far: nothing cached to
 		// reuse, and a key listed twice is written twice, an add then
@@ -184,6 +190,7 @@ func (a *applier[T]) flush() {
 	if a.inf.mutations != nil {
 		a.inf.mutations.record(a.changes)
 	}
+	a.notes = slices.Grow(a.notes, len(a.changes))
 	for i := range a.changes {
 		c := &a.changes[i]
 		switch {
@@ -225,6 +232,7 @@ func (a *applier[T]) applyList() {
 		}
 	}
 	deletions := len(a.changes)
+	a.changes = slices.Grow(a.changes, len(a.list)) // a list is large: grow once, not by doubling
 	for _, e := range a.list {
 		if e.Key != (cache.Key{}) {
 			a.changes = append(a.changes, cache.Change[T]{Entry: e})
@@ -240,6 +248,7 @@ func (a *applier[T]) applyList() {
 		a.inf.mutations.record(a.changes)
 	}
 	first := !a.synced
+	a.notes = slices.Grow(a.notes, len(a.changes))
 	for i := range a.changes {
 		c := &a.changes[i]
 		switch {
