@@ -28,17 +28,20 @@ func TestTable(t *testing.T) {
 			return nil
 		}},
 		{"forgotten once unused", func(t *testing.T, tb *table) error {
-			for i := range 1000 {
+			const dead, kept = 10000, 10000
+			for i := range dead {
 				tb.canonical(fmt.Sprintf("gone-%d", i))
 			}
 			runtime.GC()
 			runtime.GC()
-			for i := range 2000 { // enough insertions to sweep every shard
-				_ = tb.canonical(fmt.Sprintf("new-%d", i))
+			held := make([]string, kept) // enough insertions to sweep every shard
+			for i := range held {
+				held[i] = tb.canonical(fmt.Sprintf("new-%d", i))
 			}
-			if n := tb.size(); n >= 3000 {
-				return fmt.Errorf("%d entries after the first 1000 died, want fewer than 3000", n)
+			if n := tb.size(); n >= kept+dead/2 {
+				return fmt.Errorf("%d entries after %d died and %d were added, want fewer than %d", n, dead, kept, kept+dead/2)
 			}
+			runtime.KeepAlive(held)
 			return nil
 		}},
 		{"hash collision", func(t *testing.T, tb *table) error {
