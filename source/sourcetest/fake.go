@@ -93,6 +93,12 @@ type Fake[T cache.Object] struct {
 	failWatchErr error
 	listCalls    int
 	watchCalls   int
+
+	// The keys of the state at sortedRV in list order, kept for the next
+	// page of a paged list: every page of one list reads the same state.
+	sortedRV   int64
+	sortedKeys []cache.Key
+	sortedStrs []string // the keys' string forms
 }
 
 // change is one entry of the history: the stored object after the change
@@ -399,8 +405,8 @@ func (f *Fake[T]) listLocked(opts metav1.ListOptions) (source.List[T], error) {
 	}
 	out := source.List[T]{ResourceVersion: formatRV(snapRV), Items: []T{}}
 	state := f.stateAtLocked(snapRV)
-	keys := sortedKeys(state)
-	i := sort.Search(len(keys), func(i int) bool { return keys[i].String() >= start })
+	keys, strs := f.sortedAtLocked(snapRV, state)
+	i := sort.Search(len(keys), func(i int) bool { return strs[i] >= start })
 	for ; i < len(keys); i++ {
 		obj := state[keys[i]]
 		if !sel.matches(obj) {
@@ -408,7 +414,7 @@ func (f *Fake[T]) listLocked(opts metav1.ListOptions) (source.List[T], error) {
 		}
 		if opts.Limit > 0 && int64(len(out.Items)) == opts.Limit {
 			// Resume right after the last key read, as etcd does.
-			out.Continue = encodeContinue(snapRV, keys[i-1].String()+"\x00")
+			out.Continue = encodeContinue(snapRV, strs[i-1]+"\x00")
 			break
 		}
 		c, err := copyOf(obj)
@@ -462,6 +468,29 @@ func keyAndCopy[T cache.Object](obj T) (cache.Key, T, error) {
 	}
 	c, err := copyOf(obj)
 	return key, c, err
+}
+
+// sortedAtLocked returns the keys of state, the state at rv, in list
+// order, with their string forms; it sorts them once per version.
+func (f *Fake[T]) sortedAtLocked(rv int64, state map[cache.Key]T) ([]cache.Key, []string) {
+	if f.sortedKeys != nil && f.sortedRV == rv && len(f.sortedKeys) == len(state) {
+		return f.sortedKeys, f.sortedStrs
+	}
+	type keyed struct {
+		s string
+		k cache.Key
+	}
+	all := make([]keyed, 0, len(state))
+	for k := range state {
+		all = append(all, keyed{k.String(), k})
+	}
+	slices.SortFunc(all, func(a, b keyed) int { return strings.Compare(a.s, b.s) })
+	f.sortedRV = rv
+	f.sortedKeys, f.sortedStrs = make([]cache.Key, len(all)), make([]string, len(all))
+	for i, e := range all {
+		f.sortedKeys[i], f.sortedStrs[i] = e.k, e.s
+	}
+	return f.sortedKeys, f.sortedStrs
 }
 
 // sortedKeys returns the keys of m in the order of their string form,
