@@ -68,6 +68,8 @@ var floors = []struct{ name, bench, unit string }{
 	// A streaming list of 100k pods read and dropped beside a synced
 	// informer: the peak the source's own copies make.
 	{"floor-relist-100k-stream-source", "BenchmarkRelistPeakHeap/pods=100k/mode=stream/impl=floor", "peak/steady"},
+	// The same for a whole LIST: the list holds a copy of every object.
+	{"floor-relist-100k-list-source", "BenchmarkRelistPeakHeap/pods=100k/mode=list/impl=floor", "peak/steady"},
 	// Our source alone, its initial list read and dropped: for a LIST
 	// the copy of each item out of the list, which both sides make.
 	{"floor-initial-sync-10k-list-source", "BenchmarkInitialSync/pods=10k/mode=list/impl=floor", "ns/pod"},
