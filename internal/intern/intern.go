@@ -57,6 +57,7 @@ type Options struct {
 type Interner[T any] struct {
 	plan   *plan
 	maxLen int
+	locals sync.Pool // *local, one per walk in progress
 }
 
 // New returns an Interner for T, compiling the walk of T's type once per
@@ -87,12 +88,17 @@ func (in *Interner[T]) Strings(obj T) (err error) {
 	if p == nil || len(in.plan.ops) == 0 {
 		return nil
 	}
+	l, _ := in.locals.Get().(*local)
+	if l == nil {
+		l = new(local)
+	}
 	defer func() {
+		in.locals.Put(l)
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: %T: %v", ErrPanic, obj, r)
 		}
 	}()
-	in.walk(in.plan, p)
+	in.walk(in.plan, p, l)
 	return nil
 }
 
@@ -100,11 +106,35 @@ func (in *Interner[T]) Strings(obj T) (err error) {
 func (in *Interner[T]) Empty() bool { return len(in.plan.ops) == 0 }
 
 // str returns the canonical copy of s, or s if it is empty or too long.
-func (in *Interner[T]) str(s string) string {
+func (in *Interner[T]) str(s string, l *local) string {
 	if len(s) == 0 || len(s) > in.maxLen {
 		return s
 	}
-	return strs.canonical(s)
+	return l.canonical(s)
+}
+
+// localSlots is the size of a local cache: more than the distinct strings
+// of a pod that are worth sharing.
+const localSlots = 512
+
+// local is a small cache of canonical copies, owned by one walk at a time
+// (Interner.locals hands them out): a string seen recently, in this object
+// or an earlier one, costs a hash and a compare, with no lock taken and no
+// weak pointer read. It holds its strings strongly, at most localSlots of
+// them, until the pool drops it.
+type local struct {
+	slots [localSlots]string
+}
+
+func (l *local) canonical(s string) string {
+	h := hashOf(strs, s)
+	slot := &l.slots[h%localSlots]
+	if *slot == s {
+		return *slot
+	}
+	c := strs.canonicalHashed(s, h)
+	*slot = c
+	return c
 }
 
 // sliceHeader is the layout of every slice.
@@ -114,35 +144,35 @@ type sliceHeader struct {
 }
 
 // walk shares the strings of the struct at base, as p says.
-func (in *Interner[T]) walk(p *plan, base unsafe.Pointer) {
+func (in *Interner[T]) walk(p *plan, base unsafe.Pointer, l *local) {
 	for i := range p.ops {
 		o := &p.ops[i]
 		at := unsafe.Add(base, o.off)
 		switch o.kind {
 		case opString:
 			s := (*string)(at)
-			*s = in.str(*s)
+			*s = in.str(*s, l)
 		case opStringPtr:
 			if s := *(**string)(at); s != nil {
-				*s = in.str(*s)
+				*s = in.str(*s, l)
 			}
 		case opStrings:
 			for j, s := range *(*[]string)(at) {
-				(*(*[]string)(at))[j] = in.str(s)
+				(*(*[]string)(at))[j] = in.str(s, l)
 			}
 		case opStruct:
 			if q := *(*unsafe.Pointer)(at); q != nil {
-				in.walk(o.sub, q)
+				in.walk(o.sub, q, l)
 			}
 		case opStructs:
 			h := (*sliceHeader)(at)
 			for j := range h.len {
-				in.walk(o.sub, unsafe.Add(h.data, uintptr(j)*o.size))
+				in.walk(o.sub, unsafe.Add(h.data, uintptr(j)*o.size), l)
 			}
 		case opStructPtrs:
 			for _, q := range *(*[]unsafe.Pointer)(at) {
 				if q != nil {
-					in.walk(o.sub, q)
+					in.walk(o.sub, q, l)
 				}
 			}
 		case opStringMap:
@@ -151,7 +181,7 @@ func (in *Interner[T]) walk(p *plan, base unsafe.Pointer) {
 				// Assigning to a key already in the map stores the key
 				// given: the map keeps the shared copy. No entry is
 				// added, so the iteration is not disturbed.
-				m[in.str(k)] = in.str(v)
+				m[in.str(k, l)] = in.str(v, l)
 			}
 		}
 	}

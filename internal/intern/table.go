@@ -52,8 +52,10 @@ func newTable() *table {
 
 // canonical returns the canonical copy of s, making one if there is none;
 // s itself if another string with the same hash holds the slot.
-func (t *table) canonical(s string) string {
-	h := hashOf(t, s)
+func (t *table) canonical(s string) string { return t.canonicalHashed(s, hashOf(t, s)) }
+
+// canonicalHashed is canonical for s of hash h.
+func (t *table) canonicalHashed(s string, h uint64) string {
 	sh := &t.shards[h%shards]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
