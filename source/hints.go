@@ -1,6 +1,10 @@
 package source
 
-import "context"
+import (
+	"context"
+
+	"github.com/typedinformer/informer/cache"
+)
 
 // Hints tell a source what its caller will do with the objects it returns,
 // so that it can do less: a source may follow them or not, and the caller
@@ -11,14 +15,6 @@ type Hints struct {
 	// REST source of [FromConfig] then does not decode them from JSON
 	// watch events (about a third of a server pod's bytes).
 	DropManagedFields bool
-	// Intern: the caller keeps the objects long: share equal strings
-	// between them. The REST source of [FromConfig] then makes every
-	// string of a decoded object that other objects are likely to hold
-	// too (namespace, labels, images, owner, node, condition types...)
-	// one shared copy, held weakly, leaving out those unique to an object
-	// (name, uid, resourceVersion). Only strings are shared, never maps
-	// or slices, so the objects behave exactly as before.
-	Intern bool
 }
 
 type hintsKey struct{}
@@ -32,4 +28,22 @@ func WithHints(ctx context.Context, h Hints) context.Context {
 func HintsFrom(ctx context.Context) Hints {
 	h, _ := ctx.Value(hintsKey{}).(Hints)
 	return h
+}
+
+// Exclusive is implemented by a source whose List and Watch return objects
+// decoded for the caller alone: nobody else holds them, so the caller may
+// rewrite them before it hands them out. An informer shares the equal
+// strings of such objects between them (see typed.Options.NoIntern); the
+// objects of other sources, such as fakes and lister-watchers that may hand
+// out shared objects, are left as they come.
+type Exclusive interface {
+	// ExclusiveObjects reports whether every object returned is the
+	// caller's alone.
+	ExclusiveObjects() bool
+}
+
+// IsExclusive reports whether src says its objects are the caller's alone.
+func IsExclusive[T cache.Object](src Source[T]) bool {
+	e, ok := src.(Exclusive)
+	return ok && e.ExclusiveObjects()
 }

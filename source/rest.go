@@ -21,7 +21,6 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/typedinformer/informer/cache"
-	"github.com/typedinformer/informer/internal/intern"
 )
 
 // RESTOptions configure [FromConfig]. The zero value serves T from
@@ -90,10 +89,6 @@ func FromConfig[T cache.Object](cfg *rest.Config, opts RESTOptions) (Source[T], 
 	if err != nil {
 		return nil, err
 	}
-	strs, err := intern.New[T](intern.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("source: FromConfig: %w", err)
-	}
 	codecs, sch := clientgoscheme.Codecs, clientgoscheme.Scheme
 	if opts.Scheme != nil {
 		codecs, sch = serializer.NewCodecFactory(opts.Scheme), opts.Scheme
@@ -153,7 +148,7 @@ func FromConfig[T cache.Object](cfg *rest.Config, opts RESTOptions) (Source[T], 
 		}
 		return q
 	}
-	rs := &restSource[T]{request: req, namespace: opts.Namespace, resource: r, gvk: gvk, workers: opts.DecodeWorkers, strs: strs}
+	rs := &restSource[T]{request: req, namespace: opts.Namespace, resource: r, gvk: gvk, workers: opts.DecodeWorkers}
 	if opts.Protobuf {
 		ns := opts.Namespace
 		lister := &runtimeSource[T]{

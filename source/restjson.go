@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/json"
 
 	"github.com/typedinformer/informer/cache"
-	"github.com/typedinformer/informer/internal/intern"
 )
 
 // restSource lists and watches over a REST client and decodes the JSON
@@ -29,7 +28,6 @@ type restSource[T cache.Object] struct {
 	resource  Resource
 	gvk       schema.GroupVersionKind
 	workers   int // RESTOptions.DecodeWorkers
-	strs      *intern.Interner[T]
 }
 
 // Resource tells the mapped resource and its scope.
@@ -67,9 +65,6 @@ func (s *restSource[T]) List(ctx context.Context, opts metav1.ListOptions) (List
 		if h.DropManagedFields {
 			obj.SetManagedFields(nil) // nobody else has seen it yet
 		}
-		if err := s.share(obj, h.Intern); err != nil {
-			return List[T]{}, &Error{Phase: PhaseList, Err: fmt.Errorf("item %d: %w", i, err)}
-		}
 	}
 	return List[T]{Items: l.Items, ResourceVersion: l.Metadata.ResourceVersion, Continue: l.Metadata.Continue, ShardInfo: l.Metadata.ShardInfo}, nil
 }
@@ -89,26 +84,9 @@ func (s *restSource[T]) check(obj T) error {
 	return nil
 }
 
-// share makes the strings of obj, just decoded, shared copies if the
-// caller keeps its objects (Hints.Intern).
-func (s *restSource[T]) share(obj T, on bool) error {
-	if !on || s.strs == nil {
-		return nil
-	}
-	return s.strs.Strings(obj)
-}
-
-// shareEvent is share for the object of a decoded event (not a bookmark,
-// which is not kept).
-func (s *restSource[T]) shareEvent(ev Event[T], on bool) (Event[T], error) {
-	if ev.Type == watch.Bookmark {
-		return ev, nil
-	}
-	if err := s.share(ev.Object, on); err != nil {
-		return Event[T]{}, &Error{Phase: PhaseWatch, Err: fmt.Errorf("%s event: %w", ev.Type, err)}
-	}
-	return ev, nil
-}
+// ExclusiveObjects reports that every object is decoded for the caller
+// alone ([Exclusive]).
+func (s *restSource[T]) ExclusiveObjects() bool { return true }
 
 func (s *restSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (Watcher[T], error) {
 	opts.Watch = true
@@ -125,7 +103,7 @@ func (s *restSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (Wat
 		return newParallelWatcher(s, ctx, cancel, body, h.DropManagedFields), nil
 	}
 	w := &restWatcher[T]{src: s, ctx: ctx, cancel: cancel, body: body, read: &recordingReader{r: body},
-		cutMF: h.DropManagedFields, intern: h.Intern}
+		cutMF: h.DropManagedFields}
 	w.lines = newLineReader(w.read)
 	return w, nil
 }
@@ -143,7 +121,6 @@ type restWatcher[T cache.Object] struct {
 	lines   *lineReader  // nil once dec took over
 	dec     json.Decoder // the general decoder, once needed
 	cutMF   bool         // drop managedFields before decoding
-	intern  bool         // share the strings of decoded objects
 	scratch []byte       // room for an object without its managedFields
 	stopped atomic.Bool
 	once    sync.Once
@@ -172,7 +149,7 @@ func (w *restWatcher[T]) Next(ctx context.Context) (Event[T], error) {
 	if err != nil {
 		return Event[T]{}, streamError(ctx, err, w.stopped.Load(), w.read, w.src.resource)
 	}
-	return w.src.shareEvent(ev, w.intern)
+	return ev, nil
 }
 
 // streamError is what Next returns when reading the next event of a watch

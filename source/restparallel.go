@@ -51,7 +51,6 @@ func newParallelWatcher[T cache.Object](s *restSource[T], ctx context.Context, c
 		w.free <- &frameJob[T]{done: make(chan struct{}, 1)}
 	}
 	w.wg.Go(w.readLines)
-	intern := HintsFrom(ctx).Intern
 	for range s.workers {
 		w.wg.Go(func() {
 			var scratch []byte
@@ -59,9 +58,6 @@ func newParallelWatcher[T cache.Object](s *restSource[T], ctx context.Context, c
 				job.ev, job.err = s.decodeFrame(job.line, cutMF, &scratch)
 				if errors.Is(job.err, errNotAFrame) {
 					job.ev, job.err = s.decodeAnyFrame(job.line)
-				}
-				if job.err == nil {
-					job.ev, job.err = s.shareEvent(job.ev, intern)
 				}
 				job.done <- struct{}{}
 			}

@@ -42,23 +42,13 @@ func (p *protoSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (Wa
 	read := &recordingReader{r: body}
 	h := HintsFrom(ctx)
 	return &protoWatcher[T]{src: p, ctx: ctx, cancel: cancel, body: body, read: read,
-		in: newBufReader(read), cutMF: h.DropManagedFields, intern: h.Intern}, nil
+		in: newBufReader(read), cutMF: h.DropManagedFields}, nil
 }
 
-// List lists through client-go's codecs, which decode a new object for
-// every item: its strings are shared as the watch's are.
-func (p *protoSource[T]) List(ctx context.Context, opts metav1.ListOptions) (List[T], error) {
-	l, err := p.runtimeSource.List(ctx, opts)
-	if err != nil || !HintsFrom(ctx).Intern {
-		return l, err
-	}
-	for i, obj := range l.Items {
-		if err := p.rest.share(obj, true); err != nil {
-			return List[T]{}, &Error{Phase: PhaseList, Err: fmt.Errorf("item %d: %w", i, err)}
-		}
-	}
-	return l, nil
-}
+// ExclusiveObjects reports that every object is decoded for the caller
+// alone ([Exclusive]): client-go's codecs decode a new object for every
+// list item, and the watch decodes its own.
+func (p *protoSource[T]) ExclusiveObjects() bool { return true }
 
 // protoWatcher decodes a protobuf watch stream on the caller's goroutine;
 // if the server answered in JSON instead, it hands over to the JSON
@@ -71,7 +61,6 @@ type protoWatcher[T cache.Object] struct {
 	read    *recordingReader
 	in      *bufio.Reader
 	cutMF   bool
-	intern  bool
 	json    *restWatcher[T] // set if the stream is JSON
 	sniffed bool
 	frame   []byte
@@ -116,7 +105,7 @@ func (w *protoWatcher[T]) Next(ctx context.Context) (Event[T], error) {
 	if err != nil {
 		return Event[T]{}, streamError(ctx, err, w.stopped.Load(), w.read, w.src.rest.resource)
 	}
-	return w.src.rest.shareEvent(ev, w.intern)
+	return ev, nil
 }
 
 // maxFrame bounds a frame's length: what the API server can send is far

@@ -69,6 +69,9 @@ func (a *applier[T]) take(d *fifo.Delta[T]) {
 		if a.nPoison > 0 {
 			a.release(d.Key)
 		}
+		if d.Type != fifo.Deleted {
+			a.inf.share(d.Object)
+		}
 		a.changes = append(a.changes, cache.Change[T]{Entry: d.Entry, Delete: d.Type == fifo.Deleted})
 		if d.ResourceVersion != "" {
 			a.seen = d.ResourceVersion // a deletion by key alone
@@ -157,11 +160,14 @@ func (a *applier[T]) collect(d *fifo.Delta[T]) {
 		// A fresh list without deletions so far: nothing cached to
 		// reuse, and a key listed twice is written twice, an add then
 		// an update, as client-go delivers it.
+		a.inf.share(e.Object)
 		a.list = append(a.list, e)
 		return
 	}
 	if held, ok := a.inf.writer.Entry(k); ok && sameVersion(held.Object, e.Object) {
 		e = held
+	} else {
+		a.inf.share(e.Object)
 	}
 	if i, ok := a.listed[k]; ok {
 		a.list[i] = e // the later one wins

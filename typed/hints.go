@@ -18,7 +18,7 @@ type hintedSource[T cache.Object] struct {
 
 // hinted returns src telling it what an informer with opts drops.
 func hinted[T cache.Object](src source.Source[T], opts Options[T]) source.Source[T] {
-	h := source.Hints{DropManagedFields: !opts.KeepManagedFields, Intern: !opts.NoIntern}
+	h := source.Hints{DropManagedFields: !opts.KeepManagedFields}
 	if h == (source.Hints{}) {
 		return src
 	}

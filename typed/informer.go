@@ -16,6 +16,7 @@ import (
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/fifo"
+	"github.com/typedinformer/informer/internal/intern"
 	"github.com/typedinformer/informer/internal/reflector"
 	"github.com/typedinformer/informer/source"
 )
@@ -84,6 +85,7 @@ type Informer[T cache.Object] struct {
 	src        source.Source[T]
 	consistent consistency
 	mutations  *mutationDetector[T]
+	strs       *intern.Interner[T] // nil: strings are not shared (intern.go)
 
 	mu        sync.Mutex
 	state     state
@@ -131,6 +133,7 @@ func NewInformer[T cache.Object](src source.Source[T], opts Options[T]) (*Inform
 	}
 	inf.handlers.Store(&[]*listener[T]{})
 	inf.src = src
+	inf.strs = newSharer(src, opts)
 	if detectMutations(opts) {
 		inf.mutations = newMutationDetector[T]()
 	}

@@ -3,7 +3,6 @@ package typed_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"unsafe"
 
@@ -11,81 +10,101 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/typedinformer/informer/cache"
 	it "github.com/typedinformer/informer/internal/informertest"
 	"github.com/typedinformer/informer/source"
 	"github.com/typedinformer/informer/source/sourcetest"
 	"github.com/typedinformer/informer/typed"
 )
 
-// hintsSeen is a source that records the hints of every List and Watch.
-type hintsSeen struct {
-	source.Source[*corev1.Pod]
-	mu   sync.Mutex
-	seen []source.Hints
+// exclusive is the fake, saying that its objects are the caller's alone:
+// the fake returns a new copy of each object on every List and watch.
+type exclusive struct {
+	*sourcetest.Fake[*corev1.Pod]
+	yes bool
 }
 
-func (h *hintsSeen) note(ctx context.Context) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.seen = append(h.seen, source.HintsFrom(ctx))
+func (e exclusive) ExclusiveObjects() bool { return e.yes }
+
+// podWith is a pod whose namespace, label and image are strings of their
+// own, as a decoder makes them.
+func podWith(name string) *corev1.Pod {
+	p := it.Pod(strings.Clone("shop"), name, map[string]string{"app": strings.Clone("cart")})
+	p.Spec.Containers = []corev1.Container{{Name: "app", Image: strings.Clone("registry.example.com/cart:1.0")}}
+	return p
 }
 
-func (h *hintsSeen) List(ctx context.Context, opts metav1.ListOptions) (source.List[*corev1.Pod], error) {
-	h.note(ctx)
-	return h.Source.List(ctx, opts)
-}
-
-func (h *hintsSeen) Watch(ctx context.Context, opts metav1.ListOptions) (source.Watcher[*corev1.Pod], error) {
-	h.note(ctx)
-	return h.Source.Watch(ctx, opts)
-}
-
-// TestInformerHintsIntern: an informer asks its source to share strings
-// unless Options.NoIntern, on every List and Watch; a source that decodes
-// nothing (the fake) hands its objects over as they are.
-func TestInformerHintsIntern(t *testing.T) {
+// TestInformerSharesStrings: an informer shares the equal strings of the
+// objects of an exclusive source, listed or watched, unless
+// Options.NoIntern, and leaves the objects of any other source as they
+// come. Shared or not, the cached objects equal the source's.
+func TestInformerSharesStrings(t *testing.T) {
 	tests := []struct {
-		name string
-		opts typed.Options[*corev1.Pod]
-		want source.Hints
+		name      string
+		exclusive bool
+		opts      typed.Options[*corev1.Pod]
+		wantSame  bool
 	}{
-		{"default", typed.Options[*corev1.Pod]{}, source.Hints{DropManagedFields: true, Intern: true}},
-		{"NoIntern", typed.Options[*corev1.Pod]{NoIntern: true}, source.Hints{DropManagedFields: true}},
-		{"KeepManagedFields", typed.Options[*corev1.Pod]{KeepManagedFields: true}, source.Hints{Intern: true}},
-		{"both", typed.Options[*corev1.Pod]{KeepManagedFields: true, NoIntern: true}, source.Hints{}},
+		{"exclusive source", true, typed.Options[*corev1.Pod]{}, true},
+		{"exclusive source, NoIntern", true, typed.Options[*corev1.Pod]{NoIntern: true}, false},
+		{"other source", false, typed.Options[*corev1.Pod]{}, false},
+		{"exclusive source, streaming list", true, typed.Options[*corev1.Pod]{NoWatchList: false}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := it.Pod(strings.Clone("ns"), "a", map[string]string{"app": strings.Clone("web")})
-			b := it.Pod(strings.Clone("ns"), "b", map[string]string{"app": strings.Clone("web")})
-			src := &hintsSeen{Source: fakeOf(sourcetest.FakeOptions[*corev1.Pod]{NoWatchList: true}, a, b)}
-			inf, err := typed.NewInformer[*corev1.Pod](src, tt.opts)
+			fake := fakeOf(sourcetest.FakeOptions[*corev1.Pod]{NoWatchList: !strings.Contains(tt.name, "streaming")},
+				podWith("a"), podWith("b"))
+			inf, err := typed.NewInformer[*corev1.Pod](exclusive{fake, tt.exclusive}, tt.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			startSynced(t, inf)()
-			src.mu.Lock()
-			seen := src.seen
-			src.mu.Unlock()
-			if len(seen) < 2 {
-				t.Fatalf("%d calls, want a List and a Watch at least", len(seen))
+			defer startSynced(t, inf)()
+			if _, err := fake.Create(podWith("c")); err != nil { // by the watch
+				t.Fatal(err)
 			}
-			want := make([]source.Hints, len(seen))
-			for i := range want {
-				want[i] = tt.want
+			it.Eventually(t, "the watched pod cached", func() bool { return inf.Store().Len() == 3 })
+			want, err := fake.List(context.Background(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
 			}
-			if d := cmp.Diff(want, seen); d != "" {
-				t.Errorf("hints (-want +got):\n%s", d)
+			var got []*corev1.Pod
+			for _, p := range want.Items {
+				g, ok := inf.Store().Get(p)
+				if !ok {
+					t.Fatalf("%s not cached", p.Name)
+				}
+				p.ManagedFields = nil
+				if d := cmp.Diff(p, g); d != "" {
+					t.Errorf("cached %s (-source +cached):\n%s", p.Name, d)
+				}
+				got = append(got, g)
 			}
-			ga, _ := inf.Store().GetByKey(cache.Key{Namespace: "ns", Name: "a"})
-			gb, _ := inf.Store().GetByKey(cache.Key{Namespace: "ns", Name: "b"})
-			if ga == nil || gb == nil {
-				t.Fatalf("cached %v and %v, want both pods", ga, gb)
-			}
-			if unsafe.StringData(ga.Namespace) == unsafe.StringData(gb.Namespace) {
-				t.Errorf("the fake's pods share their namespace after the informer: it interned them")
+			for _, b := range got[1:] {
+				a := got[0]
+				for _, c := range []struct{ what, x, y string }{
+					{"namespace", a.Namespace, b.Namespace},
+					{"label", a.Labels["app"], b.Labels["app"]},
+					{"image", a.Spec.Containers[0].Image, b.Spec.Containers[0].Image},
+				} {
+					if same := unsafe.StringData(c.x) == unsafe.StringData(c.y); same != tt.wantSame {
+						t.Errorf("%s and %s share their %s: %v, want %v", a.Name, b.Name, c.what, same, tt.wantSame)
+					}
+				}
+				if unsafe.StringData(a.Name) == unsafe.StringData(b.Name) {
+					t.Errorf("%s and %s share their name", a.Name, b.Name)
+				}
 			}
 		})
+	}
+}
+
+// TestIsExclusiveSeesThroughNothing: a source that does not say it is
+// exclusive is not, whatever it wraps.
+func TestIsExclusiveSeesThroughNothing(t *testing.T) {
+	fake := fakeOf(sourcetest.FakeOptions[*corev1.Pod]{})
+	if source.IsExclusive[*corev1.Pod](fake) || source.IsExclusive[*corev1.Pod](exclusive{fake, false}) {
+		t.Error("a source that is not exclusive says it is")
+	}
+	if !source.IsExclusive[*corev1.Pod](exclusive{fake, true}) {
+		t.Error("an exclusive source is not")
 	}
 }

@@ -5,10 +5,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/typedinformer/informer/internal/bench"
-	"github.com/typedinformer/informer/source"
 	"github.com/typedinformer/informer/typed"
 )
 
@@ -39,36 +37,6 @@ func BenchmarkHeapPerPodIntern(b *testing.B) {
 				r.stop()
 			}
 			b.ReportMetric(perPod, "B/pod")
-		})
-	}
-}
-
-// BenchmarkDecodeWatchEventIntern is BenchmarkDecodeWatchEvent for our
-// side with the hints an informer gives by default (managedFields cut,
-// strings shared) and with shared strings off: the difference is what
-// sharing costs per decoded pod. One op is one event.
-func BenchmarkDecodeWatchEventIntern(b *testing.B) {
-	data, contentType := wireStream(b, "json")
-	for _, mode := range []string{"on", "off"} {
-		b.Run("intern="+mode, func(b *testing.B) {
-			replay := &bench.Replay{List: emptyList, Watch: data, WatchType: contentType, Repeat: (b.N + streamEvents - 1) / streamEvents}
-			src, err := source.FromConfig[*corev1.Pod](replay.Config(false), source.RESTOptions{Mapper: bench.Mapper()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			ctx := source.WithHints(context.Background(), source.Hints{DropManagedFields: true, Intern: mode == "on"})
-			w, err := src.Watch(ctx, metav1.ListOptions{ResourceVersion: "1"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer w.Stop()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				if ev, err := w.Next(ctx); err != nil || ev.Object == nil {
-					b.Fatal(err)
-				}
-			}
 		})
 	}
 }
