@@ -204,19 +204,26 @@ func (r *runtimeWatcher[T]) Next(ctx context.Context) (Event[T], error) {
 	if r.stopped.Load() {
 		return Event[T]{}, ErrWatchClosed
 	}
+	ch := r.w.ResultChan()
+	var ev watch.Event
+	var ok bool
 	select {
-	case <-ctx.Done():
-		return Event[T]{}, ctx.Err()
-	case ev, ok := <-r.w.ResultChan():
-		// After Stop, what the stream still delivers is not an event of it:
-		// client-go's StreamWatcher may report the body that Stop closed as
-		// an ERROR event ("unable to decode an event from the watch
-		// stream"). Stop sets stopped before it stops the stream.
-		if !ok || r.stopped.Load() {
-			return Event[T]{}, ErrWatchClosed
+	case ev, ok = <-ch: // an event is waiting: no need to watch ctx too
+	default:
+		select {
+		case <-ctx.Done():
+			return Event[T]{}, ctx.Err()
+		case ev, ok = <-ch:
 		}
-		return convert[T](ev)
 	}
+	// After Stop, what the stream still delivers is not an event of it:
+	// client-go's StreamWatcher may report the body that Stop closed as an
+	// ERROR event ("unable to decode an event from the watch stream").
+	// Stop sets stopped before it stops the stream.
+	if !ok || r.stopped.Load() {
+		return Event[T]{}, ErrWatchClosed
+	}
+	return convert[T](ev)
 }
 
 // convert turns a watch.Event into a typed Event, or the stream error it

@@ -341,10 +341,30 @@ func (r *Reflector[T]) advance(rv string) {
 	if rv == "" {
 		return
 	}
-	if c, err := resourceversion.CompareResourceVersion(rv, r.lastSyncRV); err == nil && c < 0 {
+	if older(rv, r.lastSyncRV) {
 		return
 	}
 	r.lastSyncRV = rv
+}
+
+// older reports whether resourceVersion rv is older than last. Versions
+// of one length compare as strings when both are decimal numbers, as the
+// API server writes them; anything else is parsed.
+func older(rv, last string) bool {
+	if len(rv) == len(last) && len(rv) > 0 && rv[0] != '0' && last[0] != '0' && digits(rv) && digits(last) {
+		return rv < last
+	}
+	c, err := resourceversion.CompareResourceVersion(rv, last)
+	return err == nil && c < 0
+}
+
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *Reflector[T]) setUnavailable() {
