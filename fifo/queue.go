@@ -2,6 +2,7 @@ package fifo
 
 import (
 	"context"
+	"runtime"
 	"sync"
 
 	"github.com/typedinformer/informer/cache"
@@ -42,6 +43,7 @@ type Queue[T cache.Object] struct {
 	closed bool
 	wake   chan struct{} // one pending wake-up for a waiting Pop
 	done   chan struct{} // closed by Close
+	busy   int           // the consumer's: how well yielding paid lately; above 0, an empty Pop yields before it sleeps
 }
 
 // New returns an empty Queue.
@@ -93,9 +95,13 @@ func (q *Queue[T]) Replace(list []cache.Entry[T], resourceVersion string) error 
 // Pop returns ctx's error if ctx ends first, and ErrClosed once the queue
 // is closed and empty.
 func (q *Queue[T]) Pop(ctx context.Context) ([]Delta[T], error) {
-	for {
+	slept := false
+	for spins := 0; ; {
 		q.mu.Lock()
 		if n := min(q.items.len(), q.maxBatch); n > 0 {
+			if !slept && q.busy < maxBusy {
+				q.busy++ // found at once, or after yielding: worth yielding next time
+			}
 			clear(q.out)
 			q.out = q.out[:0]
 			for range n {
@@ -112,6 +118,19 @@ func (q *Queue[T]) Pop(ctx context.Context) ([]Delta[T], error) {
 		if closed {
 			return nil, ErrClosed
 		}
+		if q.busy > 0 && spins < popSpins {
+			// Deltas came fast lately: yield to a producer on this core
+			// instead of sleeping, so that the next batch is larger and
+			// no wake-up is paid for it. Once yielding finds nothing,
+			// Pop sleeps at once until deltas come fast again.
+			spins++
+			runtime.Gosched()
+			continue
+		}
+		if !slept && spins > 0 {
+			q.busy-- // yielding found nothing
+		}
+		slept = true
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -139,3 +158,11 @@ func (q *Queue[T]) Close() {
 		q.room.Broadcast()
 	}
 }
+
+// popSpins is how many times Pop yields before it sleeps on an empty
+// queue.
+const popSpins = 2
+
+// maxBusy bounds Queue.busy, so that a few empty yields turn yielding off
+// when deltas stop coming fast.
+const maxBusy = 4
