@@ -1,7 +1,6 @@
 package bench_test
 
 import (
-	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,22 +20,7 @@ func BenchmarkHeapPerPodIntern(b *testing.B) {
 	}
 	for _, mode := range []string{"on", "off"} {
 		b.Run("intern="+mode, func(b *testing.B) {
-			var perPod float64
-			for range b.N {
-				replay := &bench.Replay{List: list, WatchType: "application/json"}
-				before := liveHeap()
-				r := startWire(b, "ours", replay, false, 0, func() {}, typed.Options[*corev1.Pod]{NoIntern: mode == "off"})
-				if !r.synced(context.Background()) {
-					b.Fatal("not synced")
-				}
-				after := liveHeap()
-				if got := r.len(); got != n {
-					b.Fatalf("cached %d pods, want %d", got, n)
-				}
-				perPod = float64(int64(after)-int64(before)) / n
-				r.stop()
-			}
-			b.ReportMetric(perPod, "B/pod")
+			heapPerPod(b, "ours", list, n, typed.Options[*corev1.Pod]{NoIntern: mode == "off"})
 		})
 	}
 }
