@@ -382,7 +382,9 @@ func TestQueueConcurrentProducers(t *testing.T) {
 		}
 		next := make([]int, producers)
 		list := -1 // while a list is open: its producer, or -2 before its first delta
-		for seen := 0; seen < producers*perProducer; {
+		// Until every delta came out and the last list is closed: a
+		// list's ReplaceEnd may come in the batch after its last item.
+		for seen := 0; seen < producers*perProducer || list != -1; {
 			ds, err := q.Pop(context.Background())
 			must(t, err)
 			for _, d := range ds {
