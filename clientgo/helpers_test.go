@@ -2,6 +2,7 @@ package clientgo_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -78,12 +79,18 @@ func runUntilCleanup(t testing.TB, r runner) (stop func()) {
 	return stop
 }
 
-// seeded returns a random source whose seed is printed if the test fails.
+var seedFlag = flag.Uint64("clientgo.seed", 0, "seed of the randomized tests; 0 picks one")
+
+// seeded returns a random source whose seed is printed if the test fails;
+// -clientgo.seed replays one.
 func seeded(t *testing.T, stream uint64) *rand.Rand {
-	seed := uint64(time.Now().UnixNano())
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("seed %d", seed)
+			t.Logf("seed %d (rerun with -args -clientgo.seed=%d)", seed, seed)
 		}
 	})
 	return rand.New(rand.NewPCG(seed, stream))
