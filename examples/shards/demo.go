@@ -189,7 +189,11 @@ func waitCovered(ctx context.Context, n int, shards ...*shard) error {
 	return waitFor(ctx, func() bool {
 		seen := map[cache.Key]bool{}
 		for _, s := range shards {
-			if !s.inf.Status().Active {
+			// Active, and the range's informer has its list: only then
+			// does its status say whether the server applied the shard
+			// selector (the handlers may hold a new range's objects
+			// before, as the old informer hands them over).
+			if cur := s.inf.Current(); !s.inf.Status().Active || cur == nil || !cur.HasSynced() {
 				return false
 			}
 			s.mu.Lock()
