@@ -47,6 +47,11 @@ type Status struct {
 	Range Range
 	// Active is true while an informer runs on Range.
 	Active bool
+	// Synced is true once the range's informer has its first list. The
+	// handlers may hold a new range's objects before (the informer of the
+	// old range hands them over), but only from then on does
+	// Informer.Shard say whether the server applies the shard selector.
+	Synced bool
 	// Objects is the number of objects the handlers hold.
 	Objects int
 	// Events counts the changes delivered to the handlers besides initial
@@ -178,6 +183,7 @@ func (s *Informer[T]) Status() Status {
 	st.Events = s.events.Load()
 	if cur != nil {
 		st.Informer = cur.Status()
+		st.Synced = cur.HasSynced()
 		if d := time.Since(since).Seconds(); d > 0 {
 			st.EventsPerSecond = float64(st.Events-base) / d
 		}

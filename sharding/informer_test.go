@@ -152,7 +152,8 @@ func TestReshard(t *testing.T) {
 				return false
 			}
 		}
-		return a.inf.Status().Active && b.inf.Status().Active
+		sa, sb := a.inf.Status(), b.inf.Status()
+		return sa.Active && sa.Synced && sb.Active && sb.Synced
 	})
 	sa, sb := a.inf.Status(), b.inf.Status()
 	wantRanges, _ := sharding.Split(1, 1)

@@ -193,7 +193,7 @@ func waitCovered(ctx context.Context, n int, shards ...*shard) error {
 			// does its status say whether the server applied the shard
 			// selector (the handlers may hold a new range's objects
 			// before, as the old informer hands them over).
-			if cur := s.inf.Current(); !s.inf.Status().Active || cur == nil || !cur.HasSynced() {
+			if st := s.inf.Status(); !st.Active || !st.Synced {
 				return false
 			}
 			s.mu.Lock()

@@ -170,8 +170,8 @@ func coverage(want map[cache.Key]types.UID, rs ...*shardReplica) string {
 	return ""
 }
 
-// waitCoverage waits until coverage holds and every replica is active,
-// within bound.
+// waitCoverage waits until coverage holds and every replica is active
+// and has listed its range, within bound.
 func waitCoverage(t *testing.T, what string, bound time.Duration, want map[cache.Key]types.UID, rs ...*shardReplica) time.Duration {
 	t.Helper()
 	start := time.Now()
@@ -180,8 +180,8 @@ func waitCoverage(t *testing.T, what string, bound time.Duration, want map[cache
 		bad := coverage(want, rs...)
 		if bad == "" {
 			for _, r := range rs {
-				if !r.inf.Status().Active {
-					bad = r.id + " not active"
+				if st := r.inf.Status(); !st.Active || !st.Synced {
+					bad = r.id + " not active on a listed range"
 				}
 			}
 		}
