@@ -266,8 +266,9 @@ func TestReliabilityManagedFields(t *testing.T) {
 // and a watch.Broadcaster, as an in-process source shared by two
 // informers does.
 type sharedLW struct {
-	list []*corev1.Pod
-	b    *watch.Broadcaster
+	list    []*corev1.Pod
+	b       *watch.Broadcaster
+	watches atomic.Int32 // watches registered with b
 }
 
 func (s *sharedLW) List(metav1.ListOptions) (runtime.Object, error) {
@@ -284,7 +285,11 @@ func (s *sharedLW) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 	if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
 		return nil, apierrors.NewBadRequest("no streaming lists here")
 	}
-	return s.b.Watch()
+	w, err := s.b.Watch()
+	if err == nil {
+		s.watches.Add(1)
+	}
+	return w, err
 }
 
 // Regression: dropping managedFields used to call SetManagedFields(nil) on
@@ -308,6 +313,9 @@ func TestManagedFieldsNotMutated(t *testing.T) {
 		t.Fatal(err)
 	}
 	toolscache.WaitForCacheSync(ctx.Done(), theirs.HasSynced)
+	// A broadcaster tells only the watchers it has: both watches must be
+	// open before the event, or one informer never hears of it.
+	it.Eventually(t, "both informers watch", func() bool { return shared.watches.Load() == 2 })
 	live := managedFieldsPod("ns", "b")
 	live.ResourceVersion = "11"
 	if err := shared.b.Action(watch.Added, live); err != nil {

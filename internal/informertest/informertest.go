@@ -162,8 +162,10 @@ func ConvergeTo[T cache.Object](t testing.TB, want State, store *cache.Store[T],
 	}
 }
 
-// waitBound is how long Eventually and ConvergeTo wait: a hang guard.
-const waitBound = 10 * time.Minute
+// waitBound is how long Eventually and ConvergeTo wait: a hang guard,
+// shorter than go test's default timeout of 10 minutes, so that a wait
+// that never ends fails its test by name, not the whole package.
+const waitBound = 3 * time.Minute
 
 // poll polls cond every 5ms until it holds (true) or waitBound passes.
 func poll(cond func() bool) bool {
