@@ -67,11 +67,16 @@ func (r *Reflector[T]) listPages(ctx context.Context, rv string) (string, error)
 		return "", err
 	}
 	opts := metav1.ListOptions{ResourceVersion: rv}
-	if rv == "" || rv == "0" {
-		// A list at a specific version is served whole from the watch cache;
-		// paging it would force reads from etcd.
+	if rv == "" || rv == "0" || r.pagesAnyVersion {
+		// A watch cache serves a list at "0" whole, whatever the limit,
+		// and one at a specific version whole only if it has no limit:
+		// paging it would send it to etcd. A server that paged a list
+		// at "0" has no such cache in the way (or pages from its
+		// snapshots), so paging a relist there costs nothing, and each
+		// page's copies can go once the cache holds the same objects.
 		opts.Limit = r.opts.PageSize
 	}
+	first := true
 	for {
 		page, err := r.src.List(ctx, r.request(opts))
 		if err != nil && opts.Continue != "" && (isExpired(err) || apierrors.IsBadRequest(err)) {
@@ -86,6 +91,10 @@ func (r *Reflector[T]) listPages(ctx context.Context, rv string) (string, error)
 		if err != nil {
 			return "", err
 		}
+		if first && rv == "0" && page.Continue != "" {
+			r.pagesAnyVersion = true
+		}
+		first = false
 		if err := r.pushItems(r.shardPage(ctx, page.Items, page.ShardInfo, opts.Continue == "")); err != nil {
 			return "", err
 		}

@@ -11,7 +11,9 @@ import (
 // Fault 5: pagination. The first list (RV "0") and quorum lists (RV "") are
 // paged with Limit = PageSize; pages are followed by their continue token;
 // a token that expires (or is refused) midway gives one full unpaged quorum
-// list, opened with a new ReplaceStart; a list at a known RV is not paged.
+// list, opened with a new ReplaceStart; a list at a known RV is not paged,
+// unless the server paged the list at "0" (it has no watch cache that
+// would serve the list whole).
 // Each page is pushed as it arrives (before the next page is asked for), and
 // a list is closed by a ReplaceEnd only once complete.
 func TestPagination(t *testing.T) {
@@ -114,6 +116,21 @@ func TestPagination(t *testing.T) {
 			watchs:   []step{breaks(nextErr(expired())), hangs().final()},
 			want:     []req{list("0", 2), watchAt("10"), list("10", 0), watchAt("20")},
 			wantOps:  []string{"start", "replaced a@1", "end@10", "start", "replaced a@1", "replaced b@2", "replaced c@3", "end@20"},
+		},
+		{
+			// A server that pages a list at "0" has no watch cache
+			// serving whole lists: paging the relist costs nothing
+			// there, and lets each page go once applied.
+			name:     "relist at a known RV is paged where the list at 0 was",
+			pageSize: 2,
+			lists:    []step{page("10", "c1", a, b), page("10", "", c), page("20", "c2", a, b), page("20", "", c, d)},
+			watchs:   []step{breaks(nextErr(expired())), hangs().final()},
+			want:     []req{list("0", 2), next("c1", 2), watchAt("10"), list("10", 2), next("c2", 2), watchAt("20")},
+			wantOps: []string{
+				"start", "replaced a@1", "replaced b@2", "replaced c@3", "end@10",
+				"start", "replaced a@1", "replaced b@2", "replaced c@3", "replaced d@4", "end@20",
+			},
+			sameAttempt: []int{3},
 		},
 		{
 			name:     "quorum relist is paged",

@@ -122,6 +122,11 @@ type Reflector[T cache.Object] struct {
 	errs             chan error
 	dropped          atomic.Int64
 	one              [1]fifo.Delta[T] // pushOne's slot, used by Run's goroutine only
+	// pagesAnyVersion: a LIST at "0" came back in pages, so the server
+	// pages whatever the version (no watch cache, or one that serves
+	// pages from snapshots) and relists at a version page too. Run's
+	// goroutine only.
+	pagesAnyVersion bool
 
 	mu            sync.Mutex
 	lastSyncRV    string
