@@ -26,7 +26,7 @@ run() { # run <regexp> <benchtime>
 }
 
 : >"$tmp/raw.txt"
-run '^Benchmark(Watch|Wire|WireParallel|DecodeWatchEvent|Lister|Handoff)$' 1s
+run '^Benchmark(Watch|Wire|WireParallel|DecodeSpread|DecodeWatchEvent|Lister|Handoff)$' 1s
 run '^BenchmarkInitialSync$' 1s
 run '^BenchmarkHeapPerPod$' 1x
 run '^BenchmarkRelistPeakHeap$' 1x

@@ -3,9 +3,11 @@ package bench_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	goruntime "runtime"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -128,6 +130,55 @@ func BenchmarkWireParallel(b *testing.B) {
 				benchmarkWire(b, impl, data, contentType, false, 2)
 			})
 		}
+	}
+}
+
+// BenchmarkDecodeSpread is the ceiling under BenchmarkWireParallel's
+// speed-up on this machine at the time it runs: the same JSON watch
+// events decoded by two independent watchers of our REST source, each on
+// its own goroutine and its own replayed stream, with nothing shared,
+// ordered or cached, at GOMAXPROCS 1 and 2. One op is one event; the
+// report divides the two rates.
+func BenchmarkDecodeSpread(b *testing.B) {
+	data, contentType := wireStream(b, "json")
+	for _, procs := range []int{1, 2} {
+		b.Run(fmt.Sprintf("procs=%d", procs), func(b *testing.B) {
+			defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(procs))
+			ctx := context.Background()
+			half := [2]int{b.N / 2, b.N - b.N/2}
+			var ws [2]source.Watcher[*corev1.Pod]
+			for i := range ws {
+				replay := &bench.Replay{List: emptyList, Watch: data, WatchType: contentType, Repeat: (half[i] + streamEvents) / streamEvents}
+				src, err := source.FromConfig[*corev1.Pod](replay.Config(false), source.RESTOptions{Mapper: bench.Mapper()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if ws[i], err = src.Watch(ctx, metav1.ListOptions{ResourceVersion: "1"}); err != nil {
+					b.Fatal(err)
+				}
+				defer ws[i].Stop()
+			}
+			var errs [2]error
+			b.ReportAllocs()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for i := range ws {
+				wg.Go(func() {
+					for range half[i] {
+						if ev, err := ws[i].Next(ctx); err != nil || ev.Object == nil {
+							errs[i] = fmt.Errorf("event: %v, %w", ev.Type, err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			if err := errors.Join(errs[:]...); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
 	}
 }
 

@@ -63,8 +63,8 @@ func run(inputs []string, svgPath, mdPath, command string, out io.Writer) error 
 		}
 	}
 	for _, f := range floors {
-		if v, ok := res.median(f.bench, f.unit); ok {
-			fmt.Fprintf(out, "%s %s=%s\n", f.name, f.unit, format(v))
+		if v, ok := f.value(res); ok {
+			fmt.Fprintf(out, "%s %s=%s\n", f.name, f.label(), format(v))
 		}
 	}
 	for _, l := range lines {

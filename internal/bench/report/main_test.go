@@ -75,6 +75,31 @@ func TestEvaluate(t *testing.T) {
 	}
 }
 
+// TestFloors: a floor is its benchmark's median; a speed-up floor divides
+// the medians of its two benchmarks and is printed as a speed-up.
+func TestFloors(t *testing.T) {
+	r := newResults()
+	in := `BenchmarkHandoff/kind=ping-pong-2  100  300 ns/op
+BenchmarkHandoff/kind=ping-pong-2  100  200 ns/op
+BenchmarkHandoff/kind=ping-pong-2  100  250 ns/op
+BenchmarkDecodeSpread/procs=1      100  1 ns/op  1000 events/s
+BenchmarkDecodeSpread/procs=2-2    100  1 ns/op  1800 events/s
+`
+	if err := r.parse(strings.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range floors {
+		if v, ok := f.value(r); ok {
+			got[f.name] = f.label() + "=" + format(v)
+		}
+	}
+	want := map[string]string{"floor-goroutine-ping-pong": "ns/op=250", "ceiling-decode-spread-speedup": "speedup=1.8"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("floors (-want +got):\n%s", diff)
+	}
+}
+
 // TestRun: the report prints one line per figure, writes the chart and
 // keeps the hand-written part of the Markdown.
 func TestRun(t *testing.T) {

@@ -58,8 +58,8 @@ func markdown(r *results, lines []line, command, svgPath string, inputs []string
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", l.name, l.unit, format(l.ours), theirs, ratio, target, verdict)
 	}
 	for _, f := range floors {
-		if v, ok := r.median(f.bench, f.unit); ok {
-			fmt.Fprintf(&b, "| %s | %s | %s | | | | floor |\n", f.name, f.unit, format(v))
+		if v, ok := f.value(r); ok {
+			fmt.Fprintf(&b, "| %s | %s | %s | | | | floor |\n", f.name, f.label(), format(v))
 		}
 	}
 	if svgPath != "" {
