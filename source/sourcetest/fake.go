@@ -341,7 +341,8 @@ func (f *Fake[T]) stateAtLocked(rv int64) map[cache.Key]T {
 // resourceVersion), and the resourceVersion semantics of a real server:
 // "" and "0" read the current state, a version newer than the current one
 // gets the "Too large resource version" timeout error, ResourceVersionMatch
-// Exact reads the state at that version (410 Gone once compacted away), and
+// Exact reads the state at that version (410 Gone once compacted away), as
+// does a version with a Limit and no match (the legacy exact read), and
 // a continue token older than the retained history gets 410 Gone. The
 // list's ResourceVersion is the version of the snapshot: the current one
 // unless Exact or Continue asked for an older one. Errors are *Error with
@@ -392,12 +393,16 @@ func (f *Fake[T]) listLocked(opts metav1.ListOptions) (source.List[T], error) {
 		if err != nil {
 			return source.List[T]{}, err
 		}
+		// A limit with a version and no match is the legacy exact read,
+		// as the API server serves it.
+		exact := opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact ||
+			opts.ResourceVersionMatch == "" && opts.Limit > 0 && rv > 0
 		switch {
 		case rv > f.rv:
 			return source.List[T]{}, tooLargeRV(rv, f.rv)
-		case opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact && rv < f.compacted:
+		case exact && rv < f.compacted:
 			return source.List[T]{}, apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
-		case opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact:
+		case exact:
 			snapRV = rv
 		default:
 			snapRV = f.rv

@@ -164,6 +164,13 @@ func TestFakeList(t *testing.T) {
 		{name: "exact oldest retained", opts: metav1.ListOptions{ResourceVersion: "101", ResourceVersionMatch: metav1.ResourceVersionMatchExact}, want: []string{"b/x@101"}, wantRV: "101"},
 		{name: "exact compacted", opts: metav1.ListOptions{ResourceVersion: "100", ResourceVersionMatch: metav1.ResourceVersionMatchExact}, wantErr: isExpired},
 		{name: "exact with selector", opts: metav1.ListOptions{ResourceVersion: "103", ResourceVersionMatch: metav1.ResourceVersionMatchExact, LabelSelector: "app=web"}, want: []string{"a/x@103", "b/x@101"}, wantRV: "103"},
+		// A limit with a version and no match reads at that version, as
+		// the API server's legacy exact read does; "0" still reads the
+		// current state.
+		{name: "legacy exact with limit", opts: metav1.ListOptions{ResourceVersion: "103", Limit: 10}, want: []string{"a/x@103", "a/y@102", "b/x@101"}, wantRV: "103"},
+		{name: "legacy exact with limit, compacted", opts: metav1.ListOptions{ResourceVersion: "100", Limit: 10}, wantErr: isExpired},
+		{name: "rv 0 with limit", opts: metav1.ListOptions{ResourceVersion: "0", Limit: 10}, want: []string{"a/x@103", "a/y@104"}, wantRV: "105"},
+		{name: "not older than with limit", opts: metav1.ListOptions{ResourceVersion: "103", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: 10}, want: []string{"a/x@103", "a/y@104"}, wantRV: "105"},
 		{name: "too large", opts: metav1.ListOptions{ResourceVersion: "106"}, wantErr: isTooLarge},
 		{name: "exact too large", opts: metav1.ListOptions{ResourceVersion: "999", ResourceVersionMatch: metav1.ResourceVersionMatchExact}, wantErr: isTooLarge},
 		{name: "bad rv", opts: metav1.ListOptions{ResourceVersion: "abc"}, wantErr: apierrors.IsBadRequest},
