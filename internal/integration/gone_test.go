@@ -5,7 +5,9 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -132,11 +134,15 @@ func (p *pausable[T]) waitBlocked(t *testing.T, bound time.Duration) metav1.List
 func TestGoneAfterCompaction(t *testing.T) {
 	leakcheck.Check(t)
 	c := testcluster.Start(t, testcluster.Options{APIServerFlags: []string{"--watch-cache=false"}})
-	t.Run("streaming list", func(t *testing.T) { goneAfterCompaction(t, c, "gone-s", false) })
-	t.Run("LIST", func(t *testing.T) { goneAfterCompaction(t, c, "gone-l", true) })
+	t.Run("streaming list", func(t *testing.T) { goneAfterCompaction(t, c, "gone-s", false, 0) })
+	t.Run("LIST", func(t *testing.T) { goneAfterCompaction(t, c, "gone-l", true, 0) })
+	// Pages of 50: etcd pages the first list (at "0"), so the relist at
+	// the known version pages too. With a limit that version is an exact
+	// read, compacted away: 410, then a quorum list, in pages.
+	t.Run("LIST in pages", func(t *testing.T) { goneAfterCompaction(t, c, "gone-p", true, 50) })
 }
 
-func goneAfterCompaction(t *testing.T, c *testcluster.Cluster, prefix string, noWatchList bool) {
+func goneAfterCompaction(t *testing.T, c *testcluster.Cluster, prefix string, noWatchList bool, pageSize int64) {
 	const (
 		seeded         = 200
 		deleted        = 40 // seeded pods deleted in the gap
@@ -157,7 +163,7 @@ func goneAfterCompaction(t *testing.T, c *testcluster.Cluster, prefix string, no
 	cs := clientset(t, counter.wrap(c.AdminConfig()))
 	src := newPausable(podSource(t, cs, metav1.NamespaceAll))
 	var errs it.ErrSink
-	inf := newInformer[*corev1.Pod](t, src, typed.Options[*corev1.Pod]{ErrorHandler: errs.Handle, NoWatchList: noWatchList})
+	inf := newInformer[*corev1.Pod](t, src, typed.Options[*corev1.Pod]{ErrorHandler: errs.Handle, NoWatchList: noWatchList, PageSize: pageSize})
 	a, b := it.NewRecorder(), it.NewRecorder()
 	if _, err := inf.AddHandler(a.Handler()); err != nil {
 		t.Fatal(err)
@@ -176,6 +182,7 @@ func goneAfterCompaction(t *testing.T, c *testcluster.Cluster, prefix string, no
 	it.ConvergeTo(t, want0, inf.Store(), a, b)
 	statsBefore := inf.Status().Stats
 	reqsBefore := counter.snapshot()
+	listsBefore := len(counter.listRequests())
 
 	// (a) Cut the watch and hold the re-watch back.
 	src.PauseAndCut()
@@ -305,10 +312,29 @@ func goneAfterCompaction(t *testing.T, c *testcluster.Cluster, prefix string, no
 		"handler a %v, b %v; %s",
 		len(goneKeys), len(updatedKeys), len(recreatedKeys), created, len(ephemeral), convergeTook.Round(time.Millisecond),
 		statsString(statsBefore), statsString(st), relists, reqs, watchRVs, a.Kinds(), b.Kinds(), errSummary(&errs))
-	// Exactly one relist: one LIST or one streaming list.
-	if relists != 1 || reqs.Lists+reqs.WatchLists != 1 {
-		t.Errorf("I8: %d relists (stats), %d LIST + %d streaming-list requests after the 410; want exactly one",
-			relists, reqs.Lists, reqs.WatchLists)
+	if pageSize == 0 {
+		// Exactly one relist: one LIST or one streaming list.
+		if relists != 1 || reqs.Lists+reqs.WatchLists != 1 {
+			t.Errorf("I8: %d relists (stats), %d LIST + %d streaming-list requests after the 410; want exactly one",
+				relists, reqs.Lists, reqs.WatchLists)
+		}
+	} else {
+		// One relist, in pages: the exact read at the known version
+		// (410), then a quorum list followed page by page.
+		after := counter.listRequests()[listsBefore:]
+		limit := strconv.FormatInt(pageSize, 10)
+		pages := (len(want) + int(pageSize) - 1) / int(pageSize)
+		ok := relists == 1 && reqs.WatchLists == 0 && len(after) == 1+pages &&
+			after[0].RV == blocked.ResourceVersion && after[0].Limit == limit && after[0].Code == http.StatusGone &&
+			after[1].RV == "" && !after[1].Continue
+		for _, l := range after[min(1, len(after)):] {
+			ok = ok && l.Limit == limit && l.Code == http.StatusOK
+		}
+		t.Logf("LIST requests after the gap: %v", after)
+		if !ok {
+			t.Errorf("I8: %d relists (stats), LIST requests after the 410 %v; want one relist: a LIST at %s with limit %s that gets 410, "+
+				"then a quorum list in %d pages of %s", relists, after, blocked.ResourceVersion, limit, pages, limit)
+		}
 	}
 	if !slices.Contains(watchRVs, blocked.ResourceVersion) {
 		t.Errorf("no watch request from the held-back resourceVersion %s: watches from %v", blocked.ResourceVersion, watchRVs)

@@ -158,7 +158,28 @@ type requestCounter struct {
 	watches    int
 	watchLists int
 	watchLog   []watchReq // each plain watch, in order
+	listLog    []listReq  // each LIST request, in order
 	listCodes  map[int]int
+}
+
+// listReq is one LIST request: its resourceVersion, limit and whether it
+// continued a list, and the status code of its answer.
+type listReq struct {
+	RV       string
+	Limit    string
+	Continue bool
+	Code     int
+}
+
+func (l listReq) String() string {
+	s := fmt.Sprintf("list rv=%q", l.RV)
+	if l.Limit != "" {
+		s += " limit=" + l.Limit
+	}
+	if l.Continue {
+		s += " continue"
+	}
+	return s + fmt.Sprintf(" -> %d", l.Code)
 }
 
 // watchReq is one plain watch request: its resourceVersion and the
@@ -216,6 +237,13 @@ func (c *requestCounter) snapshot() counts {
 		ByCode: maps.Clone(c.byCode), ListCodes: maps.Clone(c.listCodes)}
 }
 
+// listRequests returns the LIST requests so far, in order.
+func (c *requestCounter) listRequests() []listReq {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.listLog)
+}
+
 // plainWatches returns the plain watch requests so far, in order.
 func (c *requestCounter) plainWatches() []watchReq {
 	c.mu.Lock()
@@ -240,13 +268,15 @@ func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	c := t.c
 	c.mu.Lock()
 	c.all++
-	isList, watchIdx := false, -1
+	isList, watchIdx, listIdx := false, -1, -1
 	if req.Method == http.MethodGet && c.collection != nil && c.collection.MatchString(req.URL.Path) {
 		q := req.URL.Query()
 		switch {
 		case q.Get("watch") != "true" && q.Get("watch") != "1":
 			c.lists++
 			isList = true
+			listIdx = len(c.listLog)
+			c.listLog = append(c.listLog, listReq{RV: q.Get("resourceVersion"), Limit: q.Get("limit"), Continue: q.Get("continue") != ""})
 		case q.Get("sendInitialEvents") == "true":
 			c.watchLists++
 		default:
@@ -265,6 +295,7 @@ func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	c.byCode[code]++
 	if isList {
 		c.listCodes[code]++
+		c.listLog[listIdx].Code = code
 	}
 	if watchIdx >= 0 {
 		c.watchLog[watchIdx].Code = code
