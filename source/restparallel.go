@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -60,6 +61,12 @@ func newParallelWatcher[T cache.Object](s *restSource[T], ctx context.Context, c
 					job.ev, job.err = s.decodeAnyFrame(job.line)
 				}
 				job.done <- struct{}{}
+				// The send readied the goroutine waiting in Next, if this
+				// was the job it waits for, to run on this P next; left
+				// alone it would wait until this worker blocks, by which
+				// time every job of the read-ahead is decoded and the
+				// workers idle. Yielding lets it take the event now.
+				runtime.Gosched()
 			}
 		})
 	}
