@@ -64,6 +64,7 @@ type protoWatcher[T cache.Object] struct {
 	json    *restWatcher[T] // set if the stream is JSON
 	sniffed bool
 	frame   []byte
+	cut     []byte // an object's bytes without its managedFields
 	stopped atomic.Bool
 	once    sync.Once
 }
@@ -159,12 +160,19 @@ func (w *protoWatcher[T]) decode() (Event[T], error) {
 	}
 	t := w.src.newT()
 	u, _ := any(t).(protoUnmarshaler)
+	if w.cutMF {
+		obj, _ = cutProtoManagedFields(obj, &w.cut)
+	}
 	if err := u.Unmarshal(obj); err != nil {
 		return Event[T]{}, err
 	}
+	if cap(w.cut) > maxKeptLine {
+		w.cut = nil
+	}
 	if w.cutMF {
-		// The generated code cannot skip a field; drop them here, on
-		// an object nobody else has seen yet.
+		// Whatever the bytes held (cutProtoManagedFields leaves a
+		// message it cannot parse alone): an object nobody else has
+		// seen yet.
 		t.SetManagedFields(nil)
 	}
 	return s.event(watch.EventType(typ), t, nil, true)
