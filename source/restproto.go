@@ -247,13 +247,27 @@ func unknownFields(b []byte) (apiVersion, kind string, obj []byte, err error) {
 // fields calls f with each length-delimited field of the message in b
 // (other wire types are skipped), in order.
 func fields(b []byte, f func(num int, val []byte) error) error {
+	return eachField(b, func(num int, wire uint64, _, val []byte) error {
+		if wire != protoWireBytes {
+			return nil
+		}
+		return f(num, val)
+	})
+}
+
+// eachField calls f with each field of the message in b, in order: its
+// number, its wire type, the whole field (tag included) and, for a
+// length-delimited one, its value. It stops at f's first error.
+func eachField(b []byte, f func(num int, wire uint64, field, val []byte) error) error {
 	for len(b) > 0 {
+		rest := b
 		tag, n := binary.Uvarint(b)
 		if n <= 0 {
 			return fmt.Errorf("%w: bad tag", errProto)
 		}
 		b = b[n:]
 		num, wire := int(tag>>3), tag&7
+		var val []byte
 		switch wire {
 		case 0: // varint
 			if _, n = binary.Uvarint(b); n <= 0 {
@@ -270,18 +284,18 @@ func fields(b []byte, f func(num int, val []byte) error) error {
 				return fmt.Errorf("%w: short fixed32", errProto)
 			}
 			b = b[4:]
-		case 2: // length-delimited
+		case protoWireBytes: // length-delimited
 			l, n := binary.Uvarint(b)
 			if n <= 0 || l > uint64(len(b)-n) {
 				return fmt.Errorf("%w: bad length", errProto)
 			}
-			val := b[n : n+int(l)]
+			val = b[n : n+int(l)]
 			b = b[n+int(l):]
-			if err := f(num, val); err != nil {
-				return err
-			}
 		default:
 			return fmt.Errorf("%w: wire type %d", errProto, wire)
+		}
+		if err := f(num, wire, rest[:len(rest)-len(b)], val); err != nil {
+			return err
 		}
 	}
 	return nil
