@@ -76,7 +76,11 @@ func TestStalledHandlerCoalescesByKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	rv := updateAll(t, fake, objs, events)
-	it.Eventually(t, "the cache has every update", func() bool { return inf.LastSyncResourceVersion() == rv })
+	// The cache, not only the reflector, must hold every update before
+	// the state the handler must end on is read from it.
+	if err := inf.WaitForResourceVersion(t.Context(), rv); err != nil {
+		t.Fatal(err)
+	}
 	// One notification is in the stalled call; the rest pending, one per key.
 	if p := reg.Pending(); p > objects+1 {
 		t.Errorf("%d notifications pending for %d objects, want at most one per object", p, objects)
