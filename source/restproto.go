@@ -158,12 +158,8 @@ func (w *protoWatcher[T]) decode() (Event[T], error) {
 	if gv := s.gvk.GroupVersion().String(); kind != s.gvk.Kind || apiVersion != gv {
 		return Event[T]{}, &Error{Phase: PhaseWatch, Err: fmt.Errorf("%s event: %w: want %v, got %s %s", typ, ErrWrongType, s.gvk, apiVersion, kind)}
 	}
-	t := w.src.newT()
-	u, _ := any(t).(protoUnmarshaler)
-	if w.cutMF {
-		obj, _ = cutProtoManagedFields(obj, &w.cut)
-	}
-	if err := u.Unmarshal(obj); err != nil {
+	t, err := w.unmarshal(obj)
+	if err != nil {
 		return Event[T]{}, err
 	}
 	if cap(w.cut) > maxKeptLine {
@@ -176,6 +172,27 @@ func (w *protoWatcher[T]) decode() (Event[T], error) {
 		t.SetManagedFields(nil)
 	}
 	return s.event(watch.EventType(typ), t, nil, true)
+}
+
+// unmarshal decodes obj into a new T, without its managedFields' bytes
+// when the watcher drops them. If the cut copy does not decode, obj is
+// decoded whole: the generated decoders bound some nested reads (a map
+// entry's key, for one) by the enclosing message rather than by the
+// field, so malformed bytes can decode whole, reading across the cut,
+// and not cut. The cut must never be what turns an event into an error.
+func (w *protoWatcher[T]) unmarshal(obj []byte) (T, error) {
+	t := w.src.newT()
+	u, _ := any(t).(protoUnmarshaler)
+	if !w.cutMF {
+		return t, u.Unmarshal(obj)
+	}
+	cut, _ := cutProtoManagedFields(obj, &w.cut)
+	if err := u.Unmarshal(cut); err == nil || len(cut) == len(obj) {
+		return t, err
+	}
+	t = w.src.newT()
+	u, _ = any(t).(protoUnmarshaler)
+	return t, u.Unmarshal(obj)
 }
 
 // errProto: a frame is not the protobuf the API server writes.
