@@ -1,12 +1,14 @@
 package typed_test
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -78,8 +80,11 @@ func TestStalledHandlerCoalescesByKey(t *testing.T) {
 	rv := updateAll(t, fake, objs, events)
 	// The cache, not only the reflector, must hold every update before
 	// the state the handler must end on is read from it.
-	if err := inf.WaitForResourceVersion(t.Context(), rv); err != nil {
-		t.Fatal(err)
+	// (A bound, not a performance assertion: it only names a hang.)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	if err := inf.WaitForResourceVersion(ctx, rv); err != nil {
+		t.Fatalf("the cache has every update: %v", err)
 	}
 	// One notification is in the stalled call; the rest pending, one per key.
 	if p := reg.Pending(); p > objects+1 {
