@@ -19,7 +19,7 @@ import (
 )
 
 // podWrites are the writes the scenario makes, to a server or to the fake;
-// each returns the written object as stored.
+// create and update return the object as stored.
 type podWrites struct {
 	create func(p *corev1.Pod) *corev1.Pod
 	update func(p *corev1.Pod) *corev1.Pod
@@ -169,5 +169,5 @@ func notOlderThanInPages(t *testing.T, open func(ns string) (source.Source[*core
 	if now.ResourceVersion == listRV && len(got) != 9 {
 		t.Errorf("%d pods listed at %s, the last write, want 9", len(got), listRV)
 	}
-	t.Logf("not older than %s, limit %d: %d pods in %d pages at %s", asked, limit, len(got), pages, listRV)
+	t.Logf("not older than %s, limit %d: %d pods in %d pages at %s (last write at %s)", asked, limit, len(got), pages, listRV, now.ResourceVersion)
 }
