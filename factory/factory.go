@@ -45,9 +45,10 @@ var (
 // DefaultMaxConcurrentLists list requests in flight, no resync, and errors
 // logged.
 type Options struct {
-	// Scheme is where the Go types' kinds are looked up. Default:
-	// client-go's kubernetes/scheme. Add a CRD's Go struct to a scheme of
-	// your own (scheme.AddKnownTypes) to get informers for it.
+	// Scheme is where the Go types' kinds are looked up. Default: a
+	// built-in type's own (source.RESTOptions.Scheme). Add a CRD's Go
+	// struct to a scheme of your own (scheme.AddKnownTypes) to get
+	// informers for it.
 	Scheme *runtime.Scheme
 	// Mapper maps kinds to resources and scopes. Default: one
 	// discovery-based mapper over the config, with a memory cache,

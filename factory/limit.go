@@ -77,12 +77,8 @@ func (l *limitedSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (
 	return lw, nil
 }
 
-// Resource forwards what the wrapped source tells (source.Describer).
-func (l *limitedSource[T]) Resource() source.Resource { return source.ResourceOf(l.src) }
-
-// SupportsWatchList forwards what the wrapped source tells
-// (source.StreamingLister).
-func (l *limitedSource[T]) SupportsWatchList() bool { return source.SupportsWatchList(l.src) }
+// Info is the wrapped source's.
+func (l *limitedSource[T]) Info() source.Info { return l.src.Info() }
 
 // listingWatcher is a streaming list holding a permit until its initial
 // events have ended.

@@ -25,6 +25,8 @@ type stubSource struct {
 	heldInList bool
 }
 
+func (s *stubSource) Info() source.Info { return source.Info{WatchList: true} }
+
 func (s *stubSource) List(context.Context, metav1.ListOptions) (source.List[*corev1.Pod], error) {
 	if s.held != nil {
 		s.heldInList = s.held()

@@ -81,8 +81,6 @@ func (s *countedSource) Watch(ctx context.Context, opts metav1.ListOptions) (sou
 	return &countedWatcher{Watcher: w, end: sync.OnceFunc(s.c.end)}, nil
 }
 
-func (s *countedSource) SupportsWatchList() bool { return source.SupportsWatchList(s.Source) }
-
 type countedWatcher struct {
 	source.Watcher[*corev1.Pod]
 	end func()

@@ -38,19 +38,18 @@ func FromClient[T cache.Object, L runtime.Object](c Client[L]) (Source[T], error
 	if err := checkListType[T, L](); err != nil {
 		return nil, err
 	}
-	return clientSource[T](c, clientResource[T](c), clientStreams(c)), nil
+	return clientSource[T](c, Info{Resource: clientResource[T](c), WatchList: clientStreams(c)}), nil
 }
 
 // clientSource adapts a client of one resource (typed, dynamic or
-// metadata) that tells r about its resource.
-func clientSource[T cache.Object, L runtime.Object](c Client[L], r Resource, streams bool) Source[T] {
+// metadata) described by info.
+func clientSource[T cache.Object, L runtime.Object](c Client[L], info Info) Source[T] {
 	return &runtimeSource[T]{
 		list: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			return c.List(ctx, opts)
 		},
-		watch:     c.Watch,
-		resource:  r,
-		watchList: streams,
+		watch: c.Watch,
+		info:  info,
 	}
 }
 
@@ -128,22 +127,20 @@ func FromListerWatcher[T cache.Object](lw clientcache.ListerWatcher) (Source[T],
 		return nil, fmt.Errorf("%w: FromListerWatcher: nil lister-watcher", ErrNilSource)
 	}
 	lwc := clientcache.ToListerWatcherWithContext(lw)
-	return &runtimeSource[T]{list: lwc.ListWithContext, watch: lwc.WatchWithContext, watchList: clientStreams(lw)}, nil
+	return &runtimeSource[T]{list: lwc.ListWithContext, watch: lwc.WatchWithContext, info: Info{WatchList: clientStreams(lw)}}, nil
 }
 
 // runtimeSource adapts list and watch functions on runtime.Objects.
 type runtimeSource[T cache.Object] struct {
-	list      func(context.Context, metav1.ListOptions) (runtime.Object, error)
-	watch     func(context.Context, metav1.ListOptions) (watch.Interface, error)
-	resource  Resource
-	watchList bool
+	list  func(context.Context, metav1.ListOptions) (runtime.Object, error)
+	watch func(context.Context, metav1.ListOptions) (watch.Interface, error)
+	info  Info
 }
 
-// Resource tells what the adapted client knows of its resource.
-func (s *runtimeSource[T]) Resource() Resource { return s.resource }
-
-// SupportsWatchList tells whether the adapted client can stream lists.
-func (s *runtimeSource[T]) SupportsWatchList() bool { return s.watchList }
+// Info tells what the adapted client knows of its resource and whether it
+// can stream lists; its objects may be shared (a fake's tracker keeps
+// them).
+func (s *runtimeSource[T]) Info() Info { return s.info }
 
 func (s *runtimeSource[T]) List(ctx context.Context, opts metav1.ListOptions) (List[T], error) {
 	obj, err := s.list(ctx, opts)

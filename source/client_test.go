@@ -120,6 +120,8 @@ type plainSource[T interface {
 	runtime.Object
 }] struct{}
 
+func (plainSource[T]) Info() source.Info { return source.Info{} }
+
 func (plainSource[T]) List(context.Context, metav1.ListOptions) (source.List[T], error) {
 	return source.List[T]{}, nil
 }

@@ -4,9 +4,12 @@
 //
 // Adapters turn what exists into a Source:
 //
-//   - [FromConfig] needs only a *rest.Config: it finds T's kind in a scheme,
-//     its resource through discovery, and decodes JSON once, straight into
-//     T. It serves built-in types and CRDs defined as plain Go structs.
+//   - [FromConfig] needs only a *rest.Config: it finds a built-in T's kind
+//     from its Go package (a CRD's in a scheme, or as given), its resource
+//     with one discovery request, and decodes JSON or protobuf once,
+//     straight into T, without managedFields by default. It serves
+//     built-in types and CRDs defined as plain Go structs, and links no
+//     API group a program does not use.
 //   - [FromClient] takes any typed clientset client
 //     (clientset.CoreV1().Pods(ns)), client-go's fake clientset included.
 //   - [FromListerWatcher] takes a client-go cache.ListerWatcher.
@@ -34,6 +37,12 @@
 //
 // # Resources
 //
-// A source that knows what it lists implements [Describer]; informers use
-// [ResourceOf] to name the resource in errors and to learn its scope.
+// # Info
+//
+// Every source says what it lists and what it can do in one value,
+// [Info], from [Source.Info]: its resource and scope (informers use
+// [ResourceOf] to name the resource in errors and to learn the scope),
+// whether it can stream lists, whether its objects are the caller's alone,
+// and whether it dropped managedFields. A source that wraps another
+// forwards the wrapped source's Info in one line.
 package source

@@ -58,7 +58,7 @@ func FromDynamic(client dynamic.Interface, gvr schema.GroupVersionResource, opts
 	if err != nil {
 		return nil, err
 	}
-	return clientSource[*unstructured.Unstructured](client.Resource(gvr).Namespace(opts.Namespace), r, clientStreams(client)), nil
+	return clientSource[*unstructured.Unstructured](client.Resource(gvr).Namespace(opts.Namespace), Info{Resource: r, WatchList: clientStreams(client)}), nil
 }
 
 // FromMetadata lists and watches gvr through client-go's metadata client:
@@ -75,7 +75,8 @@ func FromMetadata(client metadata.Interface, gvr schema.GroupVersionResource, op
 	if err != nil {
 		return nil, err
 	}
-	return clientSource[*metav1.PartialObjectMetadata](client.Resource(gvr).Namespace(opts.Namespace), r, clientStreams(client)), nil
+	info := Info{Resource: r, Name: r.String() + " metadata", WatchList: clientStreams(client)}
+	return clientSource[*metav1.PartialObjectMetadata](client.Resource(gvr).Namespace(opts.Namespace), info), nil
 }
 
 // dynamicResource checks gvr and opts and returns what the source tells
@@ -127,26 +128,25 @@ func Convert[T cache.Object](src Source[*unstructured.Unstructured]) (Source[T],
 	if rt.Kind() != reflect.Pointer || rt.Elem().Kind() != reflect.Struct {
 		return nil, fmt.Errorf("%w: Convert: %v is not a pointer to a struct", ErrWrongType, rt)
 	}
-	r := ResourceOf(src)
-	if r.Resource == "" {
-		r.GroupResource = guessResource[T]()
+	info := src.Info()
+	info.Resource = ResourceOf(src)
+	if info.Resource.Resource == "" {
+		info.Resource.GroupResource = guessResource[T]()
 	}
-	return &convertSource[T]{src: src, elem: rt.Elem(), resource: r, watchList: SupportsWatchList(src)}, nil
+	info.Exclusive = true // every object is converted into a new T
+	return &convertSource[T]{src: src, elem: rt.Elem(), info: info}, nil
 }
 
 // convertSource converts the objects of an unstructured source into T.
 type convertSource[T cache.Object] struct {
-	src       Source[*unstructured.Unstructured]
-	elem      reflect.Type // T's struct type
-	resource  Resource
-	watchList bool
+	src  Source[*unstructured.Unstructured]
+	elem reflect.Type // T's struct type
+	info Info
 }
 
-// Resource tells the adapted source's resource.
-func (s *convertSource[T]) Resource() Resource { return s.resource }
-
-// SupportsWatchList tells whether the adapted source streams lists.
-func (s *convertSource[T]) SupportsWatchList() bool { return s.watchList }
+// Info tells the adapted source's resource (or the one guessed from T) and
+// whether it streams lists; the converted objects are the caller's alone.
+func (s *convertSource[T]) Info() Info { return s.info }
 
 func (s *convertSource[T]) List(ctx context.Context, opts metav1.ListOptions) (List[T], error) {
 	l, err := s.src.List(ctx, opts)

@@ -190,10 +190,7 @@ func TestDynamicDescribe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type describer interface {
-		source.Describer
-		source.StreamingLister
-	}
+	type describer interface{ Info() source.Info }
 	dyn := func(c dynamic.Interface, opts source.DynamicOptions) describer {
 		src, err := source.FromDynamic(c, gizmosGVR, opts)
 		if err != nil {
@@ -232,11 +229,11 @@ func TestDynamicDescribe(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, tt.src.Resource()); diff != "" {
-				t.Errorf("Resource() (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tt.want, tt.src.Info().Resource); diff != "" {
+				t.Errorf("Info().Resource (-want +got):\n%s", diff)
 			}
-			if got := tt.src.SupportsWatchList(); got != tt.wantStream {
-				t.Errorf("SupportsWatchList() = %v, want %v", got, tt.wantStream)
+			if got := tt.src.Info().WatchList; got != tt.wantStream {
+				t.Errorf("Info().WatchList = %v, want %v", got, tt.wantStream)
 			}
 		})
 	}

@@ -9,13 +9,14 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 
+	"github.com/typedinformer/informer/internal/podserver"
 	"github.com/typedinformer/informer/source"
 	"github.com/typedinformer/informer/source/sourcetest"
 	"github.com/typedinformer/informer/typed"
 )
 
-// FromConfig needs only a *rest.Config: T's kind comes from client-go's
-// scheme, its resource and scope from discovery. Here the API server is a
+// FromConfig needs only a *rest.Config: a built-in T's kind comes from its
+// Go package, its resource and scope from one discovery request. Here the API server is a
 // stand-in serving a Fake over HTTP; with a cluster, the config comes from
 // clientcmd or rest.InClusterConfig.
 func ExampleFromConfig() {
@@ -24,9 +25,9 @@ func ExampleFromConfig() {
 		pod("shop", "db-1", map[string]string{"app": "db"}),
 		pod("other", "web-9", map[string]string{"app": "web"}),
 	}})
-	server := servePods(fake)
-	defer server.srv.Close()
-	cfg := &rest.Config{Host: server.srv.URL}
+	server := podserver.Start(fake)
+	defer server.Close()
+	cfg := &rest.Config{Host: server.URL}
 
 	src, err := source.FromConfig[*corev1.Pod](cfg, source.RESTOptions{Namespace: "shop"})
 	if err != nil {

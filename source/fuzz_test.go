@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 
+	"github.com/typedinformer/informer/internal/podserver"
 	"github.com/typedinformer/informer/source"
 )
 
@@ -31,7 +32,7 @@ func (b bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func bodySource(t *testing.T, body []byte) source.Source[*corev1.Pod] {
 	t.Helper()
 	src, err := source.FromConfig[*corev1.Pod](&rest.Config{Host: "http://fuzz.invalid"}, source.RESTOptions{
-		Mapper:     podMapper(),
+		Mapper:     podserver.Mapper(),
 		HTTPClient: &http.Client{Transport: bodyTransport{body}},
 	})
 	if err != nil {

@@ -16,7 +16,8 @@ func decodeBoth(obj []byte) (whole, cut *corev1.Pod, wholeErr, cutErr error, cut
 	whole.ManagedFields = nil
 	var buf []byte
 	b, _ := cutProtoManagedFields(obj, &buf)
-	cut, cutErr = protoWatch(nil, true).unmarshal(obj)
+	var scratch []byte
+	cut, cutErr = protoWatch(nil, true).src.unmarshal(obj, &scratch)
 	if cut != nil {
 		cut.ManagedFields = nil
 	}

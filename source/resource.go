@@ -22,25 +22,16 @@ type Resource struct {
 	Scope cache.Scope
 }
 
-// Describer is implemented by sources that know the resource they list.
-// Informers ask it through [ResourceOf].
-type Describer interface {
-	Resource() Resource
-}
-
-// ResourceOf returns what src says about its resource if it is a
-// [Describer]. Otherwise, and for what the source leaves empty, it guesses
-// the resource from T's Go type name the way the API machinery names
-// resources (Pod: pods, Endpoints: endpoints), with no group and an unknown
-// scope; it makes no guess for the generic types (Unstructured,
-// PartialObjectMetadata), whose resource only the source knows.
+// ResourceOf returns what src says about its resource (Info.Resource).
+// For what the source leaves empty, it guesses the resource from T's Go
+// type name the way the API machinery names resources (Pod: pods,
+// Endpoints: endpoints), with no group and an unknown scope; it makes no
+// guess for the generic types (Unstructured, PartialObjectMetadata), whose
+// resource only the source knows.
 func ResourceOf[T cache.Object](src Source[T]) Resource {
-	var r Resource
-	if d, ok := src.(Describer); ok {
-		r = d.Resource()
-	}
+	r := src.Info().Resource
 	if r.Resource == "" {
-		r.Resource = guessResource[T]().Resource
+		r.GroupResource = guessResource[T]()
 	}
 	return r
 }
@@ -57,27 +48,6 @@ func guessResource[T cache.Object]() schema.GroupResource {
 	}
 	plural, _ := meta.UnsafeGuessKindToResource(schema.GroupVersionKind{Kind: rt.Name()})
 	return plural.GroupResource()
-}
-
-// StreamingLister is implemented by sources that can tell whether they
-// support streaming lists (a watch with sendInitialEvents that ends its
-// initial events with a bookmark). Informers use LIST for a source that
-// says it does not; see [SupportsWatchList].
-type StreamingLister interface {
-	SupportsWatchList() bool
-}
-
-// SupportsWatchList reports whether an informer should try a streaming
-// list with src: true unless src says otherwise (a StreamingLister, or a
-// client-go client that declares IsWatchListSemanticsUnSupported).
-func SupportsWatchList[T cache.Object](src Source[T]) bool {
-	switch s := any(src).(type) {
-	case StreamingLister:
-		return s.SupportsWatchList()
-	case interface{ IsWatchListSemanticsUnSupported() bool }:
-		return !s.IsWatchListSemanticsUnSupported()
-	}
-	return true
 }
 
 // ErrNilSource is returned by [Check] and by constructors given a nil source,

@@ -99,7 +99,7 @@ func TestResourceOf(t *testing.T) {
 // Streaming lists are tried unless the source says it cannot stream:
 // client-go's fake typed clients and anything declaring
 // IsWatchListSemanticsUnSupported cannot.
-func TestSupportsWatchList(t *testing.T) {
+func TestInfoWatchList(t *testing.T) {
 	cs := fake.NewClientset()
 	fromFake, err := source.FromClient[*corev1.Pod](cs.CoreV1().Pods(""))
 	if err != nil {
@@ -128,8 +128,8 @@ func TestSupportsWatchList(t *testing.T) {
 		"lister-watcher declaring no watch-list": {fromLW, false},
 		"plain lister-watcher":                   {plainLW, true},
 	} {
-		if got := source.SupportsWatchList(c.src); got != c.want {
-			t.Errorf("%s: SupportsWatchList = %v, want %v", name, got, c.want)
+		if got := c.src.Info().WatchList; got != c.want {
+			t.Errorf("%s: Info().WatchList = %v, want %v", name, got, c.want)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package source
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,32 +12,29 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 
 	"github.com/typedinformer/informer/cache"
 )
 
-// RESTOptions configure [FromConfig]. The zero value serves T from
-// client-go's scheme over JSON, in every namespace, mapping its kind to a
-// resource through discovery.
+// RESTOptions configure [FromConfig]. The zero value serves a built-in type
+// T over JSON, in every namespace, mapping its kind to a resource through
+// discovery, without managedFields.
 type RESTOptions struct {
-	// Scheme is where T's GroupVersionKind is looked up: client-go's
-	// kubernetes/scheme if nil. A CRD's Go struct works once it is
-	// registered in a scheme (scheme.AddKnownTypes), or with
+	// Scheme is where T's GroupVersionKind is looked up. Default: a
+	// built-in type's own (its Go package, k8s.io/api/<group>/<version>,
+	// names them), with no scheme linked in. A CRD's Go struct works once
+	// it is registered in a scheme (scheme.AddKnownTypes), or with
 	// GroupVersionKind set and no scheme at all.
 	Scheme *runtime.Scheme
 	// GroupVersionKind names T's kind when it is not (or ambiguously) in
 	// Scheme. If set, Scheme is not consulted.
 	GroupVersionKind schema.GroupVersionKind
-	// Mapper maps the kind to its resource and scope. If nil, a
-	// discovery-based mapper over the config is made and cached for the
-	// source's life; share one (restmapper.NewDeferredDiscoveryRESTMapper)
-	// across many sources to discover once.
+	// Mapper maps the kind to its resource and scope. If nil, the source
+	// asks the server once, in FromConfig, for the resources of the kind's
+	// group version (one GET of /api/v1 or /apis/<group>/<version>).
+	// Share one (restmapper.NewDeferredDiscoveryRESTMapper) across many
+	// sources to discover once.
 	Mapper meta.RESTMapper
 	// HTTPClient carries the requests; if nil, one is made from the
 	// config (rest.HTTPClientFor). Share one across many sources to share
@@ -56,10 +52,15 @@ type RESTOptions struct {
 	// line that is not one event is an error with it. Default: 0, events
 	// are decoded on the goroutine that reads them.
 	DecodeWorkers int
-	// Protobuf asks for protobuf on the wire. Only built-in types have a
-	// protobuf encoding; it is decoded by client-go's codecs from Scheme,
-	// not by the single-pass JSON decoder.
+	// Protobuf asks for protobuf on the wire, for lists and watches. Only
+	// built-in types have a protobuf encoding (FromConfig fails for a T
+	// without one); a server that answers in JSON is decoded as JSON.
 	Protobuf bool
+	// KeepManagedFields keeps metadata.managedFields. Default: false, the
+	// source cuts them out of each object's bytes before decoding it
+	// (about a third of a server pod's bytes) and says so in its Info, so
+	// an informer over it asked to keep them fails at construction.
+	KeepManagedFields bool
 }
 
 // FromConfig lists and watches T's resource through a REST client made
@@ -89,12 +90,8 @@ func FromConfig[T cache.Object](cfg *rest.Config, opts RESTOptions) (Source[T], 
 	if err != nil {
 		return nil, err
 	}
-	codecs, sch := clientgoscheme.Codecs, clientgoscheme.Scheme
-	if opts.Scheme != nil {
-		codecs, sch = serializer.NewCodecFactory(opts.Scheme), opts.Scheme
-	}
-	if list := gvk.GroupVersion().WithKind(gvk.Kind + "List"); opts.Protobuf && (!sch.Recognizes(gvk) || !sch.Recognizes(list)) {
-		return nil, fmt.Errorf("%w: Protobuf needs %v and %v in the scheme: its codecs decode protobuf", ErrUnknownKind, gvk.Kind, list.Kind)
+	if _, ok := any(newT()).(protoUnmarshaler); opts.Protobuf && !ok {
+		return nil, fmt.Errorf("%w: Protobuf: %v has no protobuf encoding (only built-in types have one)", ErrWrongType, reflect.TypeFor[T]())
 	}
 	c := rest.CopyConfig(cfg)
 	c.GroupVersion = &schema.GroupVersion{Group: gvk.Group, Version: gvk.Version}
@@ -102,7 +99,7 @@ func FromConfig[T cache.Object](cfg *rest.Config, opts RESTOptions) (Source[T], 
 	if gvk.Group == "" {
 		c.APIPath = "/api"
 	}
-	c.NegotiatedSerializer = codecs.WithoutConversion()
+	c.NegotiatedSerializer = statusCodecs.WithoutConversion() // bodies are decoded here; client-go decodes only error statuses
 	c.ContentType, c.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
 	if opts.Protobuf {
 		c.ContentType = runtime.ContentTypeProtobuf
@@ -117,58 +114,53 @@ func FromConfig[T cache.Object](cfg *rest.Config, opts RESTOptions) (Source[T], 
 			return nil, fmt.Errorf("source: FromConfig: %w", err)
 		}
 	}
-	mapper := opts.Mapper
-	if mapper == nil {
-		dc, err := discovery.NewDiscoveryClientForConfigAndClient(c, hc)
-		if err != nil {
-			return nil, fmt.Errorf("source: FromConfig: %w", err)
-		}
-		mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	}
-	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		return nil, fmt.Errorf("source: FromConfig[%v]: map %v to a resource: %w", reflect.TypeFor[T](), gvk, err)
-	}
-	namespaced := m.Scope.Name() == meta.RESTScopeNameNamespace
-	if !namespaced && opts.Namespace != "" {
-		return nil, fmt.Errorf("source: FromConfig: %v is cluster-scoped: Namespace must be empty, not %q", m.Resource.GroupResource(), opts.Namespace)
-	}
 	rc, err := rest.RESTClientForConfigAndClient(c, hc)
 	if err != nil {
 		return nil, fmt.Errorf("source: FromConfig: %w", err)
 	}
-	r := Resource{GroupResource: m.Resource.GroupResource(), Scope: cache.ScopeCluster}
+	var (
+		resource   schema.GroupVersionResource
+		namespaced bool
+	)
+	if opts.Mapper != nil {
+		m, err := opts.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return nil, fmt.Errorf("source: FromConfig[%v]: map %v to a resource: %w", reflect.TypeFor[T](), gvk, err)
+		}
+		resource, namespaced = m.Resource, m.Scope.Name() == meta.RESTScopeNameNamespace
+	} else if resource, namespaced, err = discover(rc, c.APIPath, gvk); err != nil {
+		return nil, fmt.Errorf("source: FromConfig[%v]: map %v to a resource: %w", reflect.TypeFor[T](), gvk, err)
+	}
+	if !namespaced && opts.Namespace != "" {
+		return nil, fmt.Errorf("source: FromConfig: %v is cluster-scoped: Namespace must be empty, not %q", resource.GroupResource(), opts.Namespace)
+	}
+	r := Resource{GroupResource: resource.GroupResource(), Scope: cache.ScopeCluster}
 	if namespaced {
 		r.Scope = cache.ScopeNamespaced
 	}
 	req := func(opts metav1.ListOptions, ns string) *rest.Request {
-		q := rc.Get().NamespaceIfScoped(ns, namespaced).Resource(m.Resource.Resource).VersionedParams(&opts, metav1.ParameterCodec)
+		q := rc.Get().NamespaceIfScoped(ns, namespaced).Resource(resource.Resource).VersionedParams(&opts, metav1.ParameterCodec)
 		if opts.TimeoutSeconds != nil {
 			q = q.Timeout(time.Duration(*opts.TimeoutSeconds) * time.Second)
 		}
 		return q
 	}
-	rs := &restSource[T]{request: req, namespace: opts.Namespace, resource: r, gvk: gvk, workers: opts.DecodeWorkers}
+	rs := &restSource[T]{request: req, namespace: opts.Namespace, gvk: gvk, workers: opts.DecodeWorkers,
+		cutMF: !opts.KeepManagedFields,
+		info:  Info{Resource: r, WatchList: true, Exclusive: true, NoManagedFields: !opts.KeepManagedFields}}
 	if opts.Protobuf {
-		ns := opts.Namespace
-		lister := &runtimeSource[T]{
-			list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return req(o, ns).Do(ctx).Get()
-			},
-			watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				o.Watch = true
-				return req(o, ns).Watch(ctx)
-			},
-			resource:  r,
-			watchList: true,
-		}
-		if _, ok := any(newT()).(protoUnmarshaler); ok {
-			return &protoSource[T]{runtimeSource: lister, rest: rs, newT: newT}, nil
-		}
-		return lister, nil
+		return &protoSource[T]{rest: rs, newT: newT}, nil
 	}
 	return rs, nil
 }
+
+// statusCodecs decode the error statuses of failed requests, all that
+// client-go's REST client decodes for a source that reads bodies itself.
+var statusCodecs = func() serializer.CodecFactory {
+	s := runtime.NewScheme()
+	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	return serializer.NewCodecFactory(s)
+}()
 
 // newObjectFunc returns a function making a new, empty T, or an error if
 // T is not a pointer to a struct (the only objects a decoder can fill).
@@ -189,7 +181,7 @@ func newObjectFunc[T cache.Object]() (func() T, error) {
 var ErrUnknownKind = errors.New("source: unknown kind")
 
 // kindOf returns the GroupVersionKind of obj's type: opts.GroupVersionKind,
-// or the one kind opts.Scheme (client-go's by default) registered it as.
+// the one kind opts.Scheme registered it as, or a built-in type's own.
 func kindOf(obj runtime.Object, opts RESTOptions) (schema.GroupVersionKind, error) {
 	if gvk := opts.GroupVersionKind; !gvk.Empty() {
 		if gvk.Kind == "" || gvk.Version == "" {
@@ -199,7 +191,10 @@ func kindOf(obj runtime.Object, opts RESTOptions) (schema.GroupVersionKind, erro
 	}
 	s := opts.Scheme
 	if s == nil {
-		s = clientgoscheme.Scheme
+		if gvk, ok := builtinKind(reflect.TypeOf(obj)); ok {
+			return gvk, nil
+		}
+		return schema.GroupVersionKind{}, fmt.Errorf("%w: %T is not a built-in type: register it in a scheme (RESTOptions.Scheme) or set RESTOptions.GroupVersionKind", ErrUnknownKind, obj)
 	}
 	gvks, _, err := s.ObjectKinds(obj)
 	if err != nil {

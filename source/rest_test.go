@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/internal/podserver"
 	"github.com/typedinformer/informer/source"
 	"github.com/typedinformer/informer/source/sourcetest"
 )
@@ -29,7 +30,7 @@ func TestConformanceFromConfig(t *testing.T) {
 		for _, workers := range []int{0, 3} {
 			t.Run(fmt.Sprintf("namespace=%q/workers=%d", ns, workers), func(t *testing.T) {
 				sourcetest.Run(t, fakeCase(false, func(f *sourcetest.Fake[*corev1.Pod]) (source.Source[*corev1.Pod], error) {
-					return source.FromConfig[*corev1.Pod](newPodServer(t, f).config(), source.RESTOptions{Namespace: ns, Mapper: podMapper(), DecodeWorkers: workers})
+					return source.FromConfig[*corev1.Pod](podserver.New(t, f).Config(), source.RESTOptions{Namespace: ns, Mapper: podserver.Mapper(), DecodeWorkers: workers})
 				}))
 			})
 		}
@@ -37,7 +38,7 @@ func TestConformanceFromConfig(t *testing.T) {
 }
 
 func TestFromConfigResource(t *testing.T) {
-	s := newPodServer(t, sourcetest.NewFake(sourcetest.FakeOptions[*corev1.Pod]{}))
+	s := podserver.New(t, sourcetest.NewFake(sourcetest.FakeOptions[*corev1.Pod]{}))
 	got := source.ResourceOf(restPods(t, s, ""))
 	want := source.Resource{GroupResource: schema.GroupResource{Resource: "pods"}, Scope: cache.ScopeNamespaced}
 	if got != want {
@@ -56,7 +57,7 @@ func TestFromConfigDecodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := restPods(t, newPodServer(t, f), "ns")
+	src := restPods(t, podserver.New(t, f), "ns")
 	l, err := src.List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -111,8 +112,8 @@ func TestFromConfigStreamErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := sourcetest.NewFake(sourcetest.FakeOptions[*corev1.Pod]{})
-			s := newPodServer(t, f)
-			s.frame = func(watch.EventType, *corev1.Pod) string { return tc.frame }
+			s := podserver.New(t, f)
+			s.Frame = func(watch.EventType, *corev1.Pod) string { return tc.frame }
 			w, err := restPods(t, s, "").Watch(t.Context(), metav1.ListOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -134,7 +135,7 @@ func TestFromConfigStreamErrors(t *testing.T) {
 // Next with ErrWatchClosed.
 func TestFromConfigClosedStream(t *testing.T) {
 	f := sourcetest.NewFake(sourcetest.FakeOptions[*corev1.Pod]{})
-	src := restPods(t, newPodServer(t, f), "")
+	src := restPods(t, podserver.New(t, f), "")
 	w, err := src.Watch(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +160,7 @@ func TestFromConfigClosedStream(t *testing.T) {
 // status error, in its phase.
 func TestFromConfigRequestErrors(t *testing.T) {
 	f := sourcetest.NewFake(sourcetest.FakeOptions[*corev1.Pod]{})
-	src := restPods(t, newPodServer(t, f), "")
+	src := restPods(t, podserver.New(t, f), "")
 	f.FailLists(1, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New("no")))
 	_, err := src.List(t.Context(), metav1.ListOptions{})
 	var serr *source.Error
@@ -194,7 +195,7 @@ func (w *widget) DeepCopyObject() runtime.Object {
 
 func TestFromConfigConstructionErrors(t *testing.T) {
 	cfg := &rest.Config{Host: "http://127.0.0.1:1"}
-	mapper := podMapper()
+	mapper := podserver.Mapper()
 	for _, tc := range []struct {
 		name string
 		make func() error
@@ -217,11 +218,11 @@ func TestFromConfigConstructionErrors(t *testing.T) {
 			_, err := source.FromConfig[*corev1.Service](cfg, source.RESTOptions{Mapper: mapper})
 			return err
 		}, nil, "map /v1, Kind=Service to a resource"},
-		{"protobuf for a kind in no scheme", func() error {
+		{"protobuf for a type without a protobuf encoding", func() error {
 			_, err := source.FromConfig[*widget](cfg, source.RESTOptions{Mapper: mapper, Protobuf: true,
 				GroupVersionKind: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}})
 			return err
-		}, source.ErrUnknownKind, "Protobuf needs Widget and WidgetList in the scheme"},
+		}, source.ErrWrongType, "has no protobuf encoding"},
 		{"namespace of a cluster-scoped resource", func() error {
 			_, err := source.FromConfig[*corev1.Node](cfg, source.RESTOptions{Mapper: mapper, Namespace: "ns"})
 			return err
@@ -247,10 +248,10 @@ func TestFromConfigConstructionErrors(t *testing.T) {
 // lists.
 func TestFromConfigWatchIsNotThrottled(t *testing.T) {
 	f := sourcetest.NewFake(sourcetest.FakeOptions[*corev1.Pod]{})
-	s := newPodServer(t, f)
-	cfg := s.config()
+	s := podserver.New(t, f)
+	cfg := s.Config()
 	cfg.QPS, cfg.Burst = 0.001, 1
-	src, err := source.FromConfig[*corev1.Pod](cfg, source.RESTOptions{Mapper: podMapper()})
+	src, err := source.FromConfig[*corev1.Pod](cfg, source.RESTOptions{Mapper: podserver.Mapper()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,17 +25,17 @@ import (
 type restSource[T cache.Object] struct {
 	request   func(opts metav1.ListOptions, namespace string) *rest.Request
 	namespace string
-	resource  Resource
 	gvk       schema.GroupVersionKind
-	workers   int // RESTOptions.DecodeWorkers
+	workers   int  // RESTOptions.DecodeWorkers
+	cutMF     bool // drop managedFields (not RESTOptions.KeepManagedFields)
+	info      Info
 }
 
-// Resource tells the mapped resource and its scope.
-func (s *restSource[T]) Resource() Resource { return s.resource }
-
-// SupportsWatchList is true: an API server streams lists, or refuses them
-// with an error the informer falls back on.
-func (s *restSource[T]) SupportsWatchList() bool { return true }
+// Info tells the mapped resource and its scope; an API server streams
+// lists (or refuses them with an error the informer falls back on); every
+// object is decoded for the caller alone, without managedFields unless
+// RESTOptions.KeepManagedFields.
+func (s *restSource[T]) Info() Info { return s.info }
 
 // restList is a list body: its metadata and items, decoded in one pass.
 type restList[T cache.Object] struct {
@@ -50,19 +50,24 @@ func (s *restSource[T]) List(ctx context.Context, opts metav1.ListOptions) (List
 	}
 	defer rc.Close()
 	body := &recordingReader{r: rc}
+	return s.decodeList(body, body)
+}
+
+// decodeList decodes a JSON list body read from r, whose reads body
+// records.
+func (s *restSource[T]) decodeList(body *recordingReader, r io.Reader) (List[T], error) {
 	var l restList[T]
-	if err := json.NewDecoderCaseSensitivePreserveInts(body).Decode(&l); err != nil {
+	if err := json.NewDecoderCaseSensitivePreserveInts(r).Decode(&l); err != nil {
 		if body.err != nil { // the connection failed, not the body
 			return List[T]{}, &Error{Phase: PhaseList, Err: body.err}
 		}
-		return List[T]{}, &Error{Phase: PhaseList, Err: fmt.Errorf("%w: decode %v list: %w", ErrMalformed, s.resource, err)}
+		return List[T]{}, &Error{Phase: PhaseList, Err: fmt.Errorf("%w: decode %v list: %w", ErrMalformed, s.info.Resource, err)}
 	}
-	h := HintsFrom(ctx)
 	for i, obj := range l.Items {
 		if err := s.check(obj); err != nil {
 			return List[T]{}, &Error{Phase: PhaseList, Err: fmt.Errorf("item %d: %w", i, err)}
 		}
-		if h.DropManagedFields {
+		if s.cutMF {
 			obj.SetManagedFields(nil) // nobody else has seen it yet
 		}
 	}
@@ -84,10 +89,6 @@ func (s *restSource[T]) check(obj T) error {
 	return nil
 }
 
-// ExclusiveObjects reports that every object is decoded for the caller
-// alone ([Exclusive]).
-func (s *restSource[T]) ExclusiveObjects() bool { return true }
-
 func (s *restSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (Watcher[T], error) {
 	opts.Watch = true
 	ctx, cancel := context.WithCancel(ctx)
@@ -98,12 +99,11 @@ func (s *restSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (Wat
 		cancel()
 		return nil, &Error{Phase: PhaseWatchStart, Err: err}
 	}
-	h := HintsFrom(ctx)
 	if s.workers > 1 {
-		return newParallelWatcher(s, ctx, cancel, body, h.DropManagedFields), nil
+		return newParallelWatcher(s, ctx, cancel, body, s.cutMF), nil
 	}
 	w := &restWatcher[T]{src: s, ctx: ctx, cancel: cancel, body: body, read: &recordingReader{r: body},
-		cutMF: h.DropManagedFields}
+		cutMF: s.cutMF}
 	w.lines = newLineReader(w.read)
 	return w, nil
 }
@@ -147,7 +147,7 @@ func (w *restWatcher[T]) Next(ctx context.Context) (Event[T], error) {
 	}
 	ev, err := w.decode()
 	if err != nil {
-		return Event[T]{}, streamError(ctx, err, w.stopped.Load(), w.read, w.src.resource)
+		return Event[T]{}, streamError(ctx, err, w.stopped.Load(), w.read, w.src.info.Resource)
 	}
 	return ev, nil
 }

@@ -141,7 +141,7 @@ func (w *parallelWatcher[T]) Next(ctx context.Context) (Event[T], error) {
 	if errors.As(err, &se) {
 		return Event[T]{}, err
 	}
-	return Event[T]{}, &Error{Phase: PhaseWatch, Err: fmt.Errorf("%w: decode %v watch event: %w", ErrMalformed, w.src.resource, err)}
+	return Event[T]{}, &Error{Phase: PhaseWatch, Err: fmt.Errorf("%w: decode %v watch event: %w", ErrMalformed, w.src.info.Resource, err)}
 }
 
 // Stop ends the stream and waits for the reader and the workers.

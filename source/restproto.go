@@ -20,15 +20,108 @@ import (
 // types gives every object: it decodes the object's own message.
 type protoUnmarshaler interface{ Unmarshal([]byte) error }
 
-// protoSource lists through client-go's codecs and watches with its own
-// protobuf decoder: each length-prefixed frame is a metav1.WatchEvent
-// whose object is the "k8s\x00" envelope (runtime.Unknown) around the
-// object's message, which it unmarshals straight into a new T, without the
-// copies and the scheme lookups of the general codec.
+// protoSource lists and watches in protobuf with its own decoder, item by
+// item and event by event: each list item, and the object of each
+// length-prefixed watch frame (a metav1.WatchEvent), is a message inside
+// the "k8s\x00" envelope (runtime.Unknown), unmarshalled straight into a
+// new T, without the copies and the scheme lookups of the general codec,
+// and without a scheme at all.
 type protoSource[T cache.Object] struct {
-	*runtimeSource[T] // List, Resource, SupportsWatchList
-	rest              *restSource[T]
-	newT              func() T
+	rest *restSource[T]
+	newT func() T
+}
+
+// Info is the REST source's.
+func (p *protoSource[T]) Info() Info { return p.rest.info }
+
+// List reads one page and decodes it item by item; a server that answered
+// in JSON is decoded as JSON.
+func (p *protoSource[T]) List(ctx context.Context, opts metav1.ListOptions) (List[T], error) {
+	rc, err := p.rest.request(opts, p.rest.namespace).Stream(ctx)
+	if err != nil {
+		return List[T]{}, &Error{Phase: PhaseList, Err: err}
+	}
+	defer rc.Close()
+	read := &recordingReader{r: rc}
+	in := newBufReader(read)
+	if b, err := in.Peek(1); err == nil && (b[0] == '{' || skipSpace(b, 0) > 0) {
+		return p.rest.decodeList(read, in)
+	}
+	body, err := io.ReadAll(in)
+	if err != nil {
+		return List[T]{}, &Error{Phase: PhaseList, Err: err}
+	}
+	l, err := p.decodeList(body)
+	if err != nil {
+		return List[T]{}, &Error{Phase: PhaseList, Err: fmt.Errorf("%w: decode %v list: %w", ErrMalformed, p.rest.info.Resource, err)}
+	}
+	return l, nil
+}
+
+// decodeList decodes a protobuf list body: the envelope around a list
+// message whose field 1 is its ListMeta and field 2 its items.
+func (p *protoSource[T]) decodeList(body []byte) (List[T], error) {
+	apiVersion, kind, msg, err := unknownFields(body)
+	if err != nil {
+		return List[T]{}, err
+	}
+	s := p.rest
+	if gv := s.gvk.GroupVersion().String(); kind != s.gvk.Kind+"List" || apiVersion != gv {
+		return List[T]{}, fmt.Errorf("%w: want %sList %v, got %s %s", ErrWrongType, s.gvk.Kind, s.gvk.GroupVersion(), apiVersion, kind)
+	}
+	var (
+		out  List[T]
+		meta metav1.ListMeta
+		cut  []byte
+	)
+	err = fields(msg, func(num int, val []byte) error {
+		switch num {
+		case 1:
+			return meta.Unmarshal(val)
+		case 2:
+			t, err := p.unmarshal(val, &cut)
+			if err != nil {
+				return fmt.Errorf("item %d: %w", len(out.Items), err)
+			}
+			out.Items = append(out.Items, t)
+		}
+		return nil
+	})
+	if err != nil {
+		return List[T]{}, err
+	}
+	out.ResourceVersion, out.Continue, out.ShardInfo = meta.ResourceVersion, meta.Continue, meta.ShardInfo
+	return out, nil
+}
+
+// unmarshal decodes obj into a new T, without its managedFields' bytes
+// when the source drops them, with cut as room for the cut copy. If the
+// cut copy does not decode, obj is decoded whole: the generated decoders
+// bound some nested reads (a map entry's key, for one) by the enclosing
+// message rather than by the field, so malformed bytes can decode whole,
+// reading across the cut, and not cut. The cut must never be what turns
+// an object into an error.
+func (p *protoSource[T]) unmarshal(obj []byte, cut *[]byte) (T, error) {
+	t := p.newT()
+	u, _ := any(t).(protoUnmarshaler)
+	if !p.rest.cutMF {
+		return t, u.Unmarshal(obj)
+	}
+	c, _ := cutProtoManagedFields(obj, cut)
+	if cap(*cut) > maxKeptLine {
+		*cut = nil
+	}
+	if err := u.Unmarshal(c); err == nil || len(c) == len(obj) {
+		// Whatever the bytes held (cutProtoManagedFields leaves a message
+		// it cannot parse alone): an object nobody else has seen yet.
+		t.SetManagedFields(nil)
+		return t, err
+	}
+	t = p.newT()
+	u, _ = any(t).(protoUnmarshaler)
+	err := u.Unmarshal(obj)
+	t.SetManagedFields(nil)
+	return t, err
 }
 
 func (p *protoSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (Watcher[T], error) {
@@ -40,15 +133,8 @@ func (p *protoSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (Wa
 		return nil, &Error{Phase: PhaseWatchStart, Err: err}
 	}
 	read := &recordingReader{r: body}
-	h := HintsFrom(ctx)
-	return &protoWatcher[T]{src: p, ctx: ctx, cancel: cancel, body: body, read: read,
-		in: newBufReader(read), cutMF: h.DropManagedFields}, nil
+	return &protoWatcher[T]{src: p, ctx: ctx, cancel: cancel, body: body, read: read, in: newBufReader(read)}, nil
 }
-
-// ExclusiveObjects reports that every object is decoded for the caller
-// alone ([Exclusive]): client-go's codecs decode a new object for every
-// list item, and the watch decodes its own.
-func (p *protoSource[T]) ExclusiveObjects() bool { return true }
 
 // protoWatcher decodes a protobuf watch stream on the caller's goroutine;
 // if the server answered in JSON instead, it hands over to the JSON
@@ -60,7 +146,6 @@ type protoWatcher[T cache.Object] struct {
 	body    io.ReadCloser
 	read    *recordingReader
 	in      *bufio.Reader
-	cutMF   bool
 	json    *restWatcher[T] // set if the stream is JSON
 	sniffed bool
 	frame   []byte
@@ -92,7 +177,7 @@ func (w *protoWatcher[T]) Next(ctx context.Context) (Event[T], error) {
 		// A frame starts with its length, whose first byte is 0 for any
 		// frame under 16 MiB; JSON starts with a brace or a space.
 		if b, err := w.in.Peek(1); err == nil && (b[0] == '{' || skipSpace(b, 0) > 0) {
-			w.json = &restWatcher[T]{src: w.src.rest, ctx: w.ctx, cancel: w.cancel, body: w.body, read: w.read, cutMF: w.cutMF}
+			w.json = &restWatcher[T]{src: w.src.rest, ctx: w.ctx, cancel: w.cancel, body: w.body, read: w.read, cutMF: w.src.rest.cutMF}
 			w.json.lines = newLineReader(w.in)
 		}
 	}
@@ -104,7 +189,7 @@ func (w *protoWatcher[T]) Next(ctx context.Context) (Event[T], error) {
 		ev, err = w.decode()
 	}
 	if err != nil {
-		return Event[T]{}, streamError(ctx, err, w.stopped.Load(), w.read, w.src.rest.resource)
+		return Event[T]{}, streamError(ctx, err, w.stopped.Load(), w.read, w.src.rest.info.Resource)
 	}
 	return ev, nil
 }
@@ -158,41 +243,11 @@ func (w *protoWatcher[T]) decode() (Event[T], error) {
 	if gv := s.gvk.GroupVersion().String(); kind != s.gvk.Kind || apiVersion != gv {
 		return Event[T]{}, &Error{Phase: PhaseWatch, Err: fmt.Errorf("%s event: %w: want %v, got %s %s", typ, ErrWrongType, s.gvk, apiVersion, kind)}
 	}
-	t, err := w.unmarshal(obj)
+	t, err := w.src.unmarshal(obj, &w.cut)
 	if err != nil {
 		return Event[T]{}, err
 	}
-	if cap(w.cut) > maxKeptLine {
-		w.cut = nil
-	}
-	if w.cutMF {
-		// Whatever the bytes held (cutProtoManagedFields leaves a
-		// message it cannot parse alone): an object nobody else has
-		// seen yet.
-		t.SetManagedFields(nil)
-	}
 	return s.event(watch.EventType(typ), t, nil, true)
-}
-
-// unmarshal decodes obj into a new T, without its managedFields' bytes
-// when the watcher drops them. If the cut copy does not decode, obj is
-// decoded whole: the generated decoders bound some nested reads (a map
-// entry's key, for one) by the enclosing message rather than by the
-// field, so malformed bytes can decode whole, reading across the cut,
-// and not cut. The cut must never be what turns an event into an error.
-func (w *protoWatcher[T]) unmarshal(obj []byte) (T, error) {
-	t := w.src.newT()
-	u, _ := any(t).(protoUnmarshaler)
-	if !w.cutMF {
-		return t, u.Unmarshal(obj)
-	}
-	cut, _ := cutProtoManagedFields(obj, &w.cut)
-	if err := u.Unmarshal(cut); err == nil || len(cut) == len(obj) {
-		return t, err
-	}
-	t = w.src.newT()
-	u, _ = any(t).(protoUnmarshaler)
-	return t, u.Unmarshal(obj)
 }
 
 // errProto: a frame is not the protobuf the API server writes.

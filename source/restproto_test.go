@@ -43,12 +43,12 @@ func protoStream(t testing.TB, events ...watch.Event) []byte {
 }
 
 func protoWatch(data []byte, cutMF bool) *protoWatcher[*corev1.Pod] {
-	rs := &restSource[*corev1.Pod]{gvk: corev1.SchemeGroupVersion.WithKind("Pod")}
+	rs := &restSource[*corev1.Pod]{gvk: corev1.SchemeGroupVersion.WithKind("Pod"), cutMF: cutMF}
 	ctx, cancel := context.WithCancel(context.Background())
 	body := io.NopCloser(bytes.NewReader(data))
 	read := &recordingReader{r: body}
 	p := &protoSource[*corev1.Pod]{rest: rs, newT: func() *corev1.Pod { return &corev1.Pod{} }}
-	return &protoWatcher[*corev1.Pod]{src: p, ctx: ctx, cancel: cancel, body: body, read: read, in: newBufReader(read), cutMF: cutMF}
+	return &protoWatcher[*corev1.Pod]{src: p, ctx: ctx, cancel: cancel, body: body, read: read, in: newBufReader(read)}
 }
 
 // TestProtoWatch: pods, a bookmark and an ERROR event decode as the server

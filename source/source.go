@@ -16,6 +16,9 @@ import (
 // for concurrent use, and hand over the objects they return: the caller may
 // keep them, and the source must not change them afterwards.
 type Source[T cache.Object] interface {
+	// Info says what the source lists and what it can do. It is asked
+	// once, when a consumer is made, and must not change.
+	Info() Info
 	// List returns one page of objects (all of them if opts.Limit is 0).
 	List(ctx context.Context, opts metav1.ListOptions) (List[T], error)
 	// Watch starts a watch stream as described by opts: from

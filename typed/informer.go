@@ -100,6 +100,7 @@ func NewInformer[T cache.Object](src source.Source[T], opts Options[T]) (*Inform
 	if err := source.Check(src); err != nil {
 		return nil, fmt.Errorf("typed: NewInformer: %w", err)
 	}
+	info := src.Info()
 	res := source.ResourceOf(src)
 	if !opts.Resource.Empty() {
 		res.GroupResource = opts.Resource
@@ -108,11 +109,14 @@ func NewInformer[T cache.Object](src source.Source[T], opts Options[T]) (*Inform
 		res.Scope = opts.Scope
 	}
 	name := opts.Name
-	if name == "" {
+	if name == "" && !opts.Resource.Empty() {
 		name = res.String()
 	}
 	if name == "" {
-		name = "objects"
+		name = source.DefaultName(src)
+	}
+	if opts.KeepManagedFields && info.NoManagedFields {
+		return nil, fmt.Errorf("typed: informer %s: Options.KeepManagedFields, but the source drops managedFields (for FromConfig, set RESTOptions.KeepManagedFields)", name)
 	}
 	tweak, err := requestOptions(opts)
 	if err != nil {
@@ -133,15 +137,15 @@ func NewInformer[T cache.Object](src source.Source[T], opts Options[T]) (*Inform
 	}
 	inf.handlers.Store(&[]*listener[T]{})
 	inf.src = src
-	inf.strs = newSharer(src, opts)
+	inf.strs = newSharer(info, opts)
 	if detectMutations(opts) {
 		inf.mutations = newMutationDetector[T]()
 	}
 	inf.metrics.id = metricsID(name, res.GroupResource.WithVersion(""))
-	inf.refl = reflector.New[T](hinted(src, opts), inf.queue, reflector.Options[T]{
+	inf.refl = reflector.New[T](src, inf.queue, reflector.Options[T]{
 		Name:            name,
 		PageSize:        opts.PageSize,
-		NoWatchList:     opts.NoWatchList || !source.SupportsWatchList(src),
+		NoWatchList:     opts.NoWatchList || !info.WatchList,
 		MinWatchTimeout: opts.MinWatchTimeout,
 		Prepare:         inf.prepare,
 		Tweak:           tweak,

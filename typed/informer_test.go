@@ -365,6 +365,16 @@ func TestInformerIndexErrorWhileAddingHandlers(t *testing.T) {
 
 // Invalid construction fails at construction, with an error that says
 // what is wrong; nothing is started.
+// noManagedFields is a fake that says its objects come without
+// managedFields, as FromConfig's do by default.
+type noManagedFields struct{ *sourcetest.Fake[*corev1.Pod] }
+
+func (s noManagedFields) Info() source.Info {
+	i := s.Fake.Info()
+	i.NoManagedFields = true
+	return i
+}
+
 func TestNewInformerErrors(t *testing.T) {
 	fake := fakeOf(sourcetest.FakeOptions[*corev1.Pod]{})
 	var nilFake *sourcetest.Fake[*corev1.Pod]
@@ -385,6 +395,8 @@ func TestNewInformerErrors(t *testing.T) {
 		}, text: `index "x": nil index function`},
 		{name: "bad label index key", src: fake, opts: typed.Options[*corev1.Pod]{LabelIndexes: []string{"not a key"}}, text: `label index "not a key"`},
 		{name: "duplicate label index", src: fake, opts: typed.Options[*corev1.Pod]{LabelIndexes: []string{"app", "app"}}, want: cache.ErrIndexExists},
+		{name: "managedFields kept from a source that drops them", src: noManagedFields{fake}, opts: typed.Options[*corev1.Pod]{KeepManagedFields: true},
+			text: "the source drops managedFields"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

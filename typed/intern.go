@@ -8,11 +8,11 @@ import (
 
 // newSharer returns what shares the equal strings of the objects an
 // informer caches, or nil if it does not: with Options.NoIntern, for a
-// source whose objects may be held by others (only a source.Exclusive one
-// hands over objects the informer may rewrite), and for a type without
-// strings to share.
-func newSharer[T cache.Object](src source.Source[T], opts Options[T]) *intern.Interner[T] {
-	if opts.NoIntern || !source.IsExclusive(src) {
+// source whose objects may be held by others (only one whose Info says
+// Exclusive hands over objects the informer may rewrite), and for a type
+// without strings to share.
+func newSharer[T cache.Object](info source.Info, opts Options[T]) *intern.Interner[T] {
+	if opts.NoIntern || !info.Exclusive {
 		return nil
 	}
 	in, err := intern.New[T](intern.Options{})

@@ -23,7 +23,11 @@ type exclusive struct {
 	yes bool
 }
 
-func (e exclusive) ExclusiveObjects() bool { return e.yes }
+func (e exclusive) Info() source.Info {
+	i := e.Fake.Info()
+	i.Exclusive = e.yes
+	return i
+}
 
 // podWith is a pod whose namespace, label and image are strings of their
 // own, as a decoder makes them.
@@ -94,17 +98,5 @@ func TestInformerSharesStrings(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestIsExclusiveSeesThroughNothing: a source that does not say it is
-// exclusive is not, whatever it wraps.
-func TestIsExclusiveSeesThroughNothing(t *testing.T) {
-	fake := fakeOf(sourcetest.FakeOptions[*corev1.Pod]{})
-	if source.IsExclusive[*corev1.Pod](fake) || source.IsExclusive[*corev1.Pod](exclusive{fake, false}) {
-		t.Error("a source that is not exclusive says it is")
-	}
-	if !source.IsExclusive[*corev1.Pod](exclusive{fake, true}) {
-		t.Error("an exclusive source is not")
 	}
 }

@@ -42,19 +42,21 @@ type Options[T cache.Object] struct {
 	OnRefused RefusePolicy
 	// KeepManagedFields keeps metadata.managedFields. Default: false, they
 	// are dropped before Transform runs (about a fifth of a typical server
-	// object), on a copy: the source's object is never modified.
+	// object), on a copy: the source's object is never modified. A source
+	// whose Info says NoManagedFields (FromConfig's, by default) has
+	// dropped them already: NewInformer fails with KeepManagedFields over
+	// it.
 	KeepManagedFields bool
-	// NoIntern turns off shared strings. Default: false: when the source
-	// says its objects are decoded for the informer alone
-	// (source.Exclusive, as the REST source of source.FromConfig does),
-	// the informer's writer shares equal strings between the objects it
+	// NoIntern turns off shared strings. Default: false: when the source's
+	// Info says its objects are decoded for the informer alone
+	// (Exclusive, as the REST source of source.FromConfig says), the
+	// informer's writer shares equal strings between the objects it
 	// caches: namespace, labels, annotations, owners, images, container
 	// and volume names, node, condition types and statuses are held once
-	// for all objects, not once per object. For server pods it saves about
-	// 1,480 of 9,040 bytes of heap per cached pod (16%), for 3.5–4 µs of
-	// the writer's time per object, beside the decoding of the next one.
-	// The objects of other sources (fakes, lister-watchers) are left as
-	// they come.
+	// for all objects, not once per object, at a few microseconds of the
+	// writer's time per object, beside the decoding of the next one
+	// (docs/performance.md has the figures). The objects of other sources
+	// (fakes, lister-watchers) are left as they come.
 	NoIntern bool
 	// Indexers are custom indexes of the cache besides the namespace index,
 	// queried with Store().ByIndex.
@@ -77,9 +79,9 @@ type Options[T cache.Object] struct {
 	// options do not cover. It must change them the same way every time.
 	TweakListOptions func(*metav1.ListOptions)
 	// NoWatchList turns off the streaming initial list (sendInitialEvents).
-	// Default: false, it is tried when the source does not say it cannot
-	// stream (source.SupportsWatchList: client-go's fake clientsets say
-	// so), and LIST is the fallback.
+	// Default: false, it is tried when the source's Info says it can
+	// stream (client-go's fake clientsets cannot), and LIST is the
+	// fallback.
 	NoWatchList bool
 	// PageSize is the page size of LIST requests. Default: 500.
 	PageSize int64

@@ -61,7 +61,7 @@ func TestStreamsDecode(t *testing.T) {
 			}
 			// Ours, through the REST source over the replaying transport.
 			replay := &bench.Replay{List: emptyList, Watch: data, WatchType: contentType}
-			src, err := source.FromConfig[*corev1.Pod](replay.Config(format == "protobuf"), source.RESTOptions{Mapper: bench.Mapper(), Protobuf: format == "protobuf"})
+			src, err := source.FromConfig[*corev1.Pod](replay.Config(format == "protobuf"), source.RESTOptions{Mapper: bench.Mapper(), Protobuf: format == "protobuf", KeepManagedFields: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -26,9 +26,6 @@ import (
 	"reflect"
 	"sync"
 	"unsafe"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // ErrWrongType is returned by [New] for a type that is not a pointer to a
@@ -255,7 +252,7 @@ func (c *compiler) structPlan(t reflect.Type) *plan {
 
 // fields appends the ops of struct type t, placed at base, to ops.
 func (c *compiler) fields(t reflect.Type, base uintptr, ops []op) []op {
-	skip := perObject[t]
+	skip := perObject[t.PkgPath()+"."+t.Name()]
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if !f.IsExported() || skip[f.Name] {
@@ -318,14 +315,15 @@ func (c *compiler) prune() {
 	}
 }
 
-// perObject names, by struct type, the string fields whose value is
-// unique to one object, so not shared: interning one would add an entry
-// to the canonical map, copy the string once more and save nothing.
-var perObject = map[reflect.Type]map[string]bool{
-	reflect.TypeFor[metav1.ObjectMeta]():      {"Name": true, "UID": true, "ResourceVersion": true, "SelfLink": true},
-	reflect.TypeFor[metav1.ListMeta]():        {"ResourceVersion": true, "SelfLink": true, "Continue": true},
-	reflect.TypeFor[corev1.PodStatus]():       {"PodIP": true},
-	reflect.TypeFor[corev1.PodIP]():           {"IP": true},
-	reflect.TypeFor[corev1.ContainerStatus](): {"ContainerID": true},
-	reflect.TypeFor[corev1.NodeSystemInfo]():  {"MachineID": true, "SystemUUID": true, "BootID": true},
+// perObject names, by struct type (package path and name, so that no API
+// group is linked for it), the string fields whose value is unique to one
+// object, so not shared: interning one would add an entry to the canonical
+// map, copy the string once more and save nothing.
+var perObject = map[string]map[string]bool{
+	"k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta": {"Name": true, "UID": true, "ResourceVersion": true, "SelfLink": true},
+	"k8s.io/apimachinery/pkg/apis/meta/v1.ListMeta":   {"ResourceVersion": true, "SelfLink": true, "Continue": true},
+	"k8s.io/api/core/v1.PodStatus":                    {"PodIP": true},
+	"k8s.io/api/core/v1.PodIP":                        {"IP": true},
+	"k8s.io/api/core/v1.ContainerStatus":              {"ContainerID": true},
+	"k8s.io/api/core/v1.NodeSystemInfo":               {"MachineID": true, "SystemUUID": true, "BootID": true},
 }

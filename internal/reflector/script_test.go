@@ -187,6 +187,8 @@ func (s *scriptSource) take1(ctx context.Context, op string, opts metav1.ListOpt
 	return st
 }
 
+func (s *scriptSource) Info() source.Info { return source.Info{WatchList: true} }
+
 func (s *scriptSource) List(ctx context.Context, opts metav1.ListOptions) (source.List[*corev1.Pod], error) {
 	st := s.take(ctx, "list", opts)
 	if st.w != nil {

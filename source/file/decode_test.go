@@ -208,7 +208,7 @@ func TestNew(t *testing.T) {
 	if w := l.Items[0]; w.GetName() != "w1" || w.GroupVersionKind() != gvk || w.Object["spec"].(map[string]any)["size"] != int64(3) {
 		t.Errorf("widget = %v", w.Object)
 	}
-	if got, want := src.Resource().GroupResource, (schema.GroupResource{Group: "example.com", Resource: "widgets"}); got != want {
-		t.Errorf("Resource() = %v, want %v", got, want)
+	if got, want := src.Info().Resource.GroupResource, (schema.GroupResource{Group: "example.com", Resource: "widgets"}); got != want {
+		t.Errorf("Info().Resource = %v, want %v", got, want)
 	}
 }

@@ -68,7 +68,7 @@ spec:
 			fmt.Printf("%s:%d: invalid: %v\n", filepath.Base(fe.File), fe.Line, errors.Is(err, file.ErrInvalid))
 		}
 	}
-	fmt.Println(src.Resource().GroupResource)
+	fmt.Println(src.Info().Resource.GroupResource)
 	// Output:
 	// pod shop/db
 	// pod shop/web

@@ -84,8 +84,8 @@ type Options struct {
 	// type in no scheme (a CRD's Go struct, or Unstructured). Default:
 	// looked up in Scheme.
 	GroupVersionKind schema.GroupVersionKind
-	// Resource is the resource the source tells informers
-	// (source.Describer). Default: guessed from the kind, with its group
+	// Resource is the resource the source tells informers in its Info.
+	// Default: guessed from the kind, with its group
 	// (Pod: pods, Deployment: deployments.apps).
 	Resource schema.GroupResource
 	// Scope is the scope the source tells informers. Default:
@@ -146,11 +146,7 @@ type Source[T cache.Object] struct {
 	notes *notifier // follows the directory while refs > 0
 }
 
-var (
-	_ source.Source[*metav1.PartialObjectMetadata] = (*Source[*metav1.PartialObjectMetadata])(nil)
-	_ source.Describer                             = (*Source[*metav1.PartialObjectMetadata])(nil)
-	_ source.StreamingLister                       = (*Source[*metav1.PartialObjectMetadata])(nil)
-)
+var _ source.Source[*metav1.PartialObjectMetadata] = (*Source[*metav1.PartialObjectMetadata])(nil)
 
 // New returns a source of the objects of type T in the *.yaml, *.yml and
 // *.json files of dir, read once now (problems go to Options.ErrorHandler).
@@ -247,12 +243,10 @@ func kindOf[T cache.Object](obj T, opts Options) (schema.GroupVersionKind, error
 	return gvks[0], nil
 }
 
-// Resource tells informers what the source lists (source.Describer).
-func (s *Source[T]) Resource() source.Resource { return s.resource }
-
-// SupportsWatchList reports that the source serves streaming lists
-// (source.StreamingLister).
-func (s *Source[T]) SupportsWatchList() bool { return true }
+// Info tells what the source lists, and that it serves streaming lists.
+// Its objects are copies made for each caller, but it does not say so:
+// only the REST source's objects are shared out by an informer.
+func (s *Source[T]) Info() source.Info { return source.Info{Resource: s.resource, WatchList: true} }
 
 // Errors returns the problems the last scan found, by file and line: bad
 // files, duplicate objects, a directory that cannot be read. It is empty

@@ -27,8 +27,9 @@ import (
 // field documents its default.
 type FakeOptions[T cache.Object] struct {
 	// Resource names the resource in the API errors the fake returns
-	// (NotFound, AlreadyExists, Conflict) and in what it tells informers
-	// (source.Describer). Default: {Resource: "objects"}.
+	// (NotFound, AlreadyExists, Conflict) and in its source.Info.
+	// Default: guessed from T's Go type name as source.ResourceOf does
+	// (pods for *corev1.Pod), else {Resource: "objects"}.
 	Resource schema.GroupResource
 	// Scope is the scope the fake tells informers. Default:
 	// cache.ScopeUnknown.
@@ -57,8 +58,7 @@ type FakeOptions[T cache.Object] struct {
 // history of changes to replay watches from, 410 Gone for versions that
 // were compacted away, consistent paginated lists, streaming lists
 // (SendInitialEvents) with the initial-events-end bookmark, and the
-// server's error statuses. It implements source.Source and
-// source.Describer. Fault knobs (CutWatches, DropEvents, FailLists,
+// server's error statuses. It implements source.Source. Fault knobs (CutWatches, DropEvents, FailLists,
 // FailWatches, InjectWatchError, InjectEvent) simulate what goes wrong in
 // production. All methods are safe for concurrent use.
 //
@@ -73,8 +73,8 @@ type FakeOptions[T cache.Object] struct {
 // once instead of after the server's few seconds of waiting; there is no
 // admission, defaulting, generation or graceful deletion.
 type Fake[T cache.Object] struct {
-	resource    schema.GroupResource
-	scope       cache.Scope
+	info        source.Info          // Resource as given, or guessed from T
+	resource    schema.GroupResource // in errors: info's, else "objects"
 	window      int
 	noWatchList bool
 
@@ -122,13 +122,15 @@ const (
 func NewFake[T cache.Object](opts FakeOptions[T]) *Fake[T] {
 	f := &Fake[T]{
 		resource:    opts.Resource,
-		scope:       opts.Scope,
 		window:      opts.Window,
 		noWatchList: opts.NoWatchList,
 		rv:          opts.StartResourceVersion,
 		objects:     make(map[cache.Key]T),
 		watchers:    make(map[uint64]*fakeWatcher[T]),
 	}
+	f.info = source.Info{Resource: source.Resource{GroupResource: opts.Resource, Scope: opts.Scope}, WatchList: !opts.NoWatchList}
+	f.info.Resource = source.ResourceOf[T](f)
+	f.resource = f.info.Resource.GroupResource
 	if f.resource.Empty() {
 		f.resource = schema.GroupResource{Resource: "objects"}
 	}
@@ -431,14 +433,11 @@ func (f *Fake[T]) listLocked(opts metav1.ListOptions) (source.List[T], error) {
 	return out, nil
 }
 
-// SupportsWatchList reports whether the fake serves streaming lists
-// (source.StreamingLister): false with FakeOptions.NoWatchList.
-func (f *Fake[T]) SupportsWatchList() bool { return !f.noWatchList }
-
-// Resource tells informers what the fake serves (source.Describer).
-func (f *Fake[T]) Resource() source.Resource {
-	return source.Resource{GroupResource: f.resource, Scope: f.scope}
-}
+// Info tells what the fake serves, and that it streams lists unless
+// FakeOptions.NoWatchList; its objects are copies made for the caller, but
+// a fake is a test double: it does not say so (Exclusive is false), so an
+// informer over it works as over client-go's fake clientset.
+func (f *Fake[T]) Info() source.Info { return f.info }
 
 // keyOf is the key of an object the fake stores: nil objects and objects
 // without a name have none.

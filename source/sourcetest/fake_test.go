@@ -101,7 +101,7 @@ func TestFakeOptionsAndSeeds(t *testing.T) {
 		t.Errorf("Len, ResourceVersion = %d, %s; want 2, 10", f.Len(), f.ResourceVersion())
 	}
 	_, err = sourcetest.NewFake(podOptions{}).Delete(key("", "x"))
-	if !apierrors.IsNotFound(err) || err.Error() != `objects "x" not found` {
+	if !apierrors.IsNotFound(err) || err.Error() != `pods "x" not found` {
 		t.Errorf("default resource: %v", err)
 	}
 	if got := sourcetest.NewFake(podOptions{}).ResourceVersion(); got != "100" {
@@ -327,7 +327,7 @@ func TestFakeDescribes(t *testing.T) {
 		opts podOptions
 		want source.Resource
 	}{
-		{name: "defaults", want: source.Resource{GroupResource: schema.GroupResource{Resource: "objects"}}},
+		{name: "defaults: guessed from T", want: source.Resource{GroupResource: schema.GroupResource{Resource: "pods"}}},
 		{name: "resource and scope", opts: podOptions{Resource: deployments, Scope: cache.ScopeNamespaced},
 			want: source.Resource{GroupResource: deployments, Scope: cache.ScopeNamespaced}},
 		{name: "cluster scope", opts: podOptions{Resource: schema.GroupResource{Resource: "nodes"}, Scope: cache.ScopeCluster},
@@ -336,8 +336,8 @@ func TestFakeDescribes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := sourcetest.NewFake(tt.opts)
-			if diff := cmp.Diff(tt.want, f.Resource()); diff != "" {
-				t.Errorf("Resource() (-want +got)\n%s", diff)
+			if diff := cmp.Diff(tt.want, f.Info().Resource); diff != "" {
+				t.Errorf("Info().Resource (-want +got)\n%s", diff)
 			}
 			if diff := cmp.Diff(tt.want, source.ResourceOf[*corev1.Pod](f)); diff != "" {
 				t.Errorf("source.ResourceOf (-want +got)\n%s", diff)

@@ -48,9 +48,8 @@ type FaultOptions struct {
 // of any source, the module's adapters of a real server included, and
 // keeps what the invariant checks of RELIABILITY.md need: a log of every
 // fault with its position (Log), the plan to replay it (Plan), and
-// request counts (Requests). It implements source.Source,
-// source.Describer and source.StreamingLister, telling what the wrapped
-// source tells. It is safe for concurrent use.
+// request counts (Requests). It implements source.Source, with the
+// wrapped source's Info. It is safe for concurrent use.
 type Faulty[T cache.Object] struct {
 	src  source.Source[T]
 	opts FaultOptions
@@ -149,12 +148,8 @@ func NewFaulty[T cache.Object](src source.Source[T], opts FaultOptions) (*Faulty
 	return f, nil
 }
 
-// Resource tells what the wrapped source tells (source.Describer).
-func (f *Faulty[T]) Resource() source.Resource { return source.ResourceOf(f.src) }
-
-// SupportsWatchList tells what the wrapped source tells
-// (source.StreamingLister).
-func (f *Faulty[T]) SupportsWatchList() bool { return source.SupportsWatchList(f.src) }
+// Info is the wrapped source's.
+func (f *Faulty[T]) Info() source.Info { return f.src.Info() }
 
 // Heal ends the faults: no call gets one from now on, and stalls and
 // delays in progress end (a stall by ending its stream). Tests heal the
@@ -305,18 +300,18 @@ func (f *Faulty[T]) List(ctx context.Context, opts metav1.ListOptions) (source.L
 			d.Kind = 0 // only a continue token or an exact version can expire
 			break
 		}
-		form, err = apiError(d.Kind, d.form, f.Resource().GroupResource, opts.Continue != "", opts.ResourceVersion)
+		form, err = apiError(d.Kind, d.form, source.ResourceOf[T](f).GroupResource, opts.Continue != "", opts.ResourceVersion)
 	case FaultTooLarge:
 		if !versioned {
 			d.Kind = 0
 			break
 		}
-		form, err = apiError(d.Kind, d.form, f.Resource().GroupResource, false, opts.ResourceVersion)
+		form, err = apiError(d.Kind, d.form, source.ResourceOf[T](f).GroupResource, false, opts.ResourceVersion)
 	case FaultWrongType, FaultNilObject, FaultMalformed:
 		err = contentError[T](d.Kind, source.PhaseList)
 	case FaultDelay:
 	default:
-		form, err = apiError(d.Kind, d.form, f.Resource().GroupResource, false, opts.ResourceVersion)
+		form, err = apiError(d.Kind, d.form, source.ResourceOf[T](f).GroupResource, false, opts.ResourceVersion)
 	}
 	if err != nil {
 		if _, ok := err.(*source.Error); !ok {

@@ -33,7 +33,7 @@ func (f *Faulty[T]) Watch(ctx context.Context, opts metav1.ListOptions) (source.
 		if resume {
 			// The history is gone since the event a FaultDrop lost.
 			d = decision{Fault: Fault{Kind: FaultGone, Op: OpWatch, At: f.calls[OpWatch]}, scripted: d.scripted}
-			_, streamErr = apiError(FaultGone, 0, f.Resource().GroupResource, false, opts.ResourceVersion)
+			_, streamErr = apiError(FaultGone, 0, source.ResourceOf[T](f).GroupResource, false, opts.ResourceVersion)
 			form = "after drop, first event"
 		}
 	}
@@ -48,14 +48,14 @@ func (f *Faulty[T]) Watch(ctx context.Context, opts metav1.ListOptions) (source.
 			break
 		}
 		var err error
-		form, err = apiError(d.Kind, d.form, f.Resource().GroupResource, false, opts.ResourceVersion)
+		form, err = apiError(d.Kind, d.form, source.ResourceOf[T](f).GroupResource, false, opts.ResourceVersion)
 		if d.form%2 == 0 {
 			startErr, form = err, join(form, "at start")
 		} else {
 			streamErr, form = err, join(form, "first event")
 		}
 	default:
-		form, startErr = apiError(d.Kind, d.form, f.Resource().GroupResource, false, opts.ResourceVersion)
+		form, startErr = apiError(d.Kind, d.form, source.ResourceOf[T](f).GroupResource, false, opts.ResourceVersion)
 	}
 	var err error
 	switch {
@@ -180,9 +180,9 @@ func (w *faultyWatcher[T]) Next(ctx context.Context) (source.Event[T], error) {
 			d.Kind = 0
 			break
 		}
-		form, apiErr = apiError(d.Kind, d.form, f.Resource().GroupResource, false, f.lastRV)
+		form, apiErr = apiError(d.Kind, d.form, source.ResourceOf[T](f).GroupResource, false, f.lastRV)
 	case FaultInternal, FaultForbidden:
-		form, apiErr = apiError(d.Kind, d.form, f.Resource().GroupResource, false, f.lastRV)
+		form, apiErr = apiError(d.Kind, d.form, source.ResourceOf[T](f).GroupResource, false, f.lastRV)
 	case FaultNilObject:
 		form = "ADDED event with a nil object"
 	case FaultMalformed:

@@ -17,10 +17,7 @@ import (
 	"github.com/typedinformer/informer/source/sourcetest"
 )
 
-var (
-	_ source.Source[*corev1.Pod] = (*sourcetest.Fake[*corev1.Pod])(nil)
-	_ source.Describer           = (*sourcetest.Fake[*corev1.Pod])(nil)
-)
+var _ source.Source[*corev1.Pod] = (*sourcetest.Fake[*corev1.Pod])(nil)
 
 type (
 	podFake    = sourcetest.Fake[*corev1.Pod]
