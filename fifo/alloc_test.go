@@ -80,38 +80,3 @@ func TestQueueAllocsWhileBacklogged(t *testing.T) {
 		t.Errorf("%v allocations per 10 deltas, want 0", a)
 	}
 }
-
-// TestKeyedQueueAllocs: once its pools have grown, a KeyedQueue allocates
-// one slice per popped key, whatever the number of deltas the key collected.
-func TestKeyedQueueAllocs(t *testing.T) {
-	const keys, rounds = 16, 4
-	reg := newRegistry()
-	ctx := context.Background()
-	var ds []delta
-	for range rounds {
-		for k := range keys {
-			ds = append(ds, delta{Type: fifo.Updated, Entry: ent(reg.pod(k))})
-		}
-	}
-	q := fifo.NewKeyed[pod](fifo.Options{})
-	cycle := func() {
-		for _, d := range ds {
-			_ = q.Update(d.Entry)
-		}
-		for q.Len() > 0 {
-			it, err := q.Pop(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(it.Deltas) != rounds {
-				t.Fatalf("key %v: %d deltas, want %d", it.Key, len(it.Deltas), rounds)
-			}
-		}
-	}
-	for range 10 {
-		cycle()
-	}
-	if a := testing.AllocsPerRun(100, cycle); a != keys {
-		t.Errorf("%v allocations per %d keys of %d deltas, want %d", a, keys, rounds, keys)
-	}
-}

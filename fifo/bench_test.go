@@ -11,7 +11,7 @@ import (
 	"github.com/typedinformer/informer/fifo"
 )
 
-// BenchmarkQueue compares each queue with its client-go twin on the same
+// BenchmarkQueue compares the queue with its client-go twin on the same
 // pre-built pod events: 1000 events over 250 keys (an Add per key, then
 // three rounds of Updates), all written, then all popped, per iteration.
 // Neither consumer does any work. ns/event is the time per written event.
@@ -21,9 +21,6 @@ import (
 //     PopBatch. RealFIFO closes a batch at the first repeated key, so its
 //     batches hold at most 250 deltas here; Queue's hold up to MaxBatch
 //     (1000).
-//   - PerKey: KeyedQueue Add (of a literal entry: it computes the key) +
-//     Pop vs DeltaFIFO (KnownObjects, EmitDeltaTypeReplaced) Add + Pop: 250
-//     items of 4 deltas each.
 func BenchmarkQueue(b *testing.B) {
 	const keys, rounds = 250, 4
 	reg := newRegistry()
@@ -77,48 +74,6 @@ func BenchmarkQueue(b *testing.B) {
 			}
 			for n = 0; n < len(events); {
 				if err := q.PopBatch(batch, single); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-		perEvent(b)
-	})
-	b.Run("PerKey/fifo", func(b *testing.B) {
-		b.ReportAllocs()
-		q := fifo.NewKeyed[pod](fifo.Options{})
-		for b.Loop() {
-			for _, o := range events {
-				if err := q.Add(cache.Entry[pod]{Object: o}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			for n := 0; n < len(events); {
-				it, err := q.Pop(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				n += len(it.Deltas)
-			}
-		}
-		perEvent(b)
-	})
-	b.Run("PerKey/client-go-DeltaFIFO", func(b *testing.B) {
-		b.ReportAllocs()
-		q := k8scache.NewDeltaFIFOWithOptions(k8scache.DeltaFIFOOptions{
-			KeyFunction:           k8scache.MetaNamespaceKeyFunc,
-			KnownObjects:          k8scache.NewStore(k8scache.MetaNamespaceKeyFunc),
-			EmitDeltaTypeReplaced: true,
-		})
-		n := 0
-		process := func(obj any, _ bool) error { n += len(obj.(k8scache.Deltas)); return nil }
-		for b.Loop() {
-			for _, o := range events {
-				if err := q.Add(o); err != nil {
-					b.Fatal(err)
-				}
-			}
-			for n = 0; n < len(events); {
-				if _, err := q.Pop(process); err != nil {
 					b.Fatal(err)
 				}
 			}

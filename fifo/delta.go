@@ -14,21 +14,20 @@ var ErrClosed = errors.New("fifo: queue closed")
 // DeltaType is the kind of change a [Delta] carries.
 type DeltaType uint8
 
-// The kinds of change. [Queue] carries all of them; [KeyedQueue] uses
-// Added, Updated, Deleted, Replaced and Sync, each with an object.
+// The kinds of change a [Queue] carries.
 const (
 	// Added: the object was created (a watch ADDED event).
 	Added DeltaType = iota + 1
 	// Updated: the object was modified (a watch MODIFIED event).
 	Updated
-	// Deleted: the object was deleted. In a KeyedQueue, FinalStateUnknown
-	// marks a deletion inferred from a list that no longer had the object.
+	// Deleted: the object was deleted (a watch DELETED event, or an
+	// object removed from a streaming list being collected).
 	Deleted
-	// Replaced: the object is part of a full list. In a Queue, Replaced
-	// deltas come between a ReplaceStart and a ReplaceEnd.
+	// Replaced: the object is part of a full list: Replaced deltas come
+	// between a ReplaceStart and a ReplaceEnd.
 	Replaced
-	// Sync: in a Queue, a request to resync every object the consumer
-	// holds (no object); in a KeyedQueue, the resync of one object.
+	// Sync: a request to resync every object the consumer holds (no
+	// object).
 	Sync
 	// ReplaceStart opens a full list in a Queue: the consumer collects the
 	// Replaced deltas that follow and, at ReplaceEnd, makes its content
@@ -39,6 +38,12 @@ const (
 	// Bookmark reports progress without a change: the source is at
 	// ResourceVersion.
 	Bookmark
+	// Refused is an object the producer could not take (a transform, an
+	// index function or the decoder failed on it), in the place of the
+	// change it came with, inside a list or not: Key and ResourceVersion
+	// name it (Object is the zero T) and Err says why. The consumer
+	// decides what a refusal means (an informer quarantines the object).
+	Refused
 )
 
 // String returns the type's name ("Added", "ReplaceEnd", ...).
@@ -60,25 +65,26 @@ func (t DeltaType) String() string {
 		return "ReplaceEnd"
 	case Bookmark:
 		return "Bookmark"
+	case Refused:
+		return "Refused"
 	}
 	return "DeltaType(" + strconv.Itoa(int(t)) + ")"
 }
 
-// Delta is one change. Entry holds the object (and its key) for every type
-// but ReplaceStart, ReplaceEnd, Bookmark and a Queue's Sync.
+// Delta is one change. Entry holds the object (and its key) for Added,
+// Updated, Deleted and Replaced; a Refused delta has the key alone.
 type Delta[T cache.Object] struct {
 	// Type is the kind of change.
 	Type DeltaType
 	// Entry is the object after the change; for Deleted, the object as it
-	// was deleted, or, with FinalStateUnknown, the last state the queue
-	// knew (the zero T if it knew none).
+	// was deleted, or only its key when the producer could not take its
+	// final state (the zero T then).
 	cache.Entry[T]
-	// ResourceVersion is set on ReplaceEnd and Bookmark.
+	// ResourceVersion is set on ReplaceEnd, Bookmark and Refused, and on
+	// a Deleted delta that carries only its key.
 	ResourceVersion string
-	// FinalStateUnknown is set on a Deleted delta that a KeyedQueue
-	// inferred because the object was missing from a new list: the
-	// deletion happened while nobody watched, and the object may be stale.
-	FinalStateUnknown bool
+	// Err is why a Refused object was refused; nil for every other type.
+	Err error
 }
 
 // sliceQueue is a FIFO slice with an O(1) pop from the head and amortised

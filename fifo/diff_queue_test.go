@@ -148,7 +148,7 @@ func (d *queueDiff) step(o op) {
 			objs = append(objs, p)
 		}
 		rv := d.reg.rv()
-		d.check("Queue.Replace", d.ours.Replace(list, rv))
+		d.check("Queue list push", replace(d.ours, list, rv))
 		d.queued += len(list) + 2
 		d.check("RealFIFO.Replace", d.theirs.Replace(objs, rv))
 	case opResync:
@@ -293,7 +293,7 @@ func (d *queueDiff) finish() {
 	if err := d.ours.Push(delta{Type: fifo.Sync}); !errors.Is(err, fifo.ErrClosed) {
 		d.fail("Push after Close: %v, want ErrClosed", err)
 	}
-	if err := d.ours.Replace(nil, "1"); !errors.Is(err, fifo.ErrClosed) {
+	if err := replace(d.ours, nil, "1"); !errors.Is(err, fifo.ErrClosed) {
 		d.fail("Replace after Close: %v, want ErrClosed", err)
 	}
 	for d.queued > 0 {

@@ -2,6 +2,7 @@ package fifo_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,14 +25,23 @@ func ExampleNew() {
 	ctx := context.Background()
 	q := fifo.New[*corev1.Pod](fifo.Options{MaxBatch: 4})
 
-	// The reflector's initial list, then watch events.
-	_ = q.Replace([]cache.Entry[*corev1.Pod]{examplePod("a", "1"), examplePod("b", "1")}, "1")
+	// The reflector's initial list, pushed at once (a paged list is
+	// pushed page by page), then watch events: one object it could not
+	// take travels as what it is, Refused, with its error.
+	_ = q.Push(
+		fifo.Delta[*corev1.Pod]{Type: fifo.ReplaceStart},
+		fifo.Delta[*corev1.Pod]{Type: fifo.Replaced, Entry: examplePod("a", "1")},
+		fifo.Delta[*corev1.Pod]{Type: fifo.Replaced, Entry: examplePod("b", "1")},
+		fifo.Delta[*corev1.Pod]{Type: fifo.ReplaceEnd, ResourceVersion: "1"},
+	)
 	_ = q.Push(fifo.Delta[*corev1.Pod]{Type: fifo.Updated, Entry: examplePod("a", "2")})
 	_ = q.Push(
 		fifo.Delta[*corev1.Pod]{Type: fifo.Added, Entry: examplePod("c", "3")},
 		fifo.Delta[*corev1.Pod]{Type: fifo.Deleted, Entry: examplePod("b", "4")},
 	)
-	_ = q.Push(fifo.Delta[*corev1.Pod]{Type: fifo.Bookmark, ResourceVersion: "5"})
+	_ = q.Push(fifo.Delta[*corev1.Pod]{Type: fifo.Refused, Entry: cache.Entry[*corev1.Pod]{Key: cache.Key{Namespace: "default", Name: "d"}},
+		ResourceVersion: "5", Err: errors.New("transform: no owner")})
+	_ = q.Push(fifo.Delta[*corev1.Pod]{Type: fifo.Bookmark, ResourceVersion: "6"})
 	q.Close() // Pop drains what is queued, then returns ErrClosed
 
 	for {
@@ -47,6 +57,8 @@ func ExampleNew() {
 				fmt.Printf("  %s\n", d.Type)
 			case fifo.ReplaceEnd, fifo.Bookmark:
 				fmt.Printf("  %s rv=%s\n", d.Type, d.ResourceVersion)
+			case fifo.Refused:
+				fmt.Printf("  %s %s rv=%s: %v\n", d.Type, d.Key, d.ResourceVersion, d.Err)
 			default:
 				fmt.Printf("  %-8s %s rv=%s\n", d.Type, d.Key, d.Object.ResourceVersion)
 			}
@@ -63,45 +75,8 @@ func ExampleNew() {
 	//   Updated  default/a rv=2
 	//   Added    default/c rv=3
 	//   Deleted  default/b rv=4
-	//   Bookmark rv=5
+	//   Refused default/d rv=5: transform: no owner
+	// batch of 1
+	//   Bookmark rv=6
 	// fifo: queue closed
-}
-
-// A KeyedQueue hands out a key with all its pending deltas. It remembers
-// what it handed out, so a later list that lacks a key yields a deletion
-// with FinalStateUnknown, and HasSynced reports when the first list is out.
-func ExampleNewKeyed() {
-	ctx := context.Background()
-	q := fifo.NewKeyed[*corev1.Pod](fifo.Options{})
-
-	consume := func() {
-		for q.Len() > 0 {
-			it, _ := q.Pop(ctx)
-			fmt.Printf("%s initial=%v:", it.Key, it.Initial)
-			for _, d := range it.Deltas {
-				fmt.Printf(" %s(rv=%s unknown=%v)", d.Type, d.Object.ResourceVersion, d.FinalStateUnknown)
-			}
-			fmt.Println()
-		}
-		fmt.Println("synced:", q.HasSynced())
-	}
-
-	_ = q.Replace([]cache.Entry[*corev1.Pod]{examplePod("a", "1"), examplePod("b", "1")}, "1")
-	_ = q.Update(examplePod("a", "2"))
-	_ = q.Add(examplePod("c", "3"))
-	consume()
-
-	// b was deleted while the watch was down: the relist lacks it.
-	_ = q.Replace([]cache.Entry[*corev1.Pod]{examplePod("a", "2"), examplePod("c", "3")}, "4")
-	consume()
-
-	// Output:
-	// default/a initial=true: Replaced(rv=1 unknown=false) Updated(rv=2 unknown=false)
-	// default/b initial=true: Replaced(rv=1 unknown=false)
-	// default/c initial=false: Added(rv=3 unknown=false)
-	// synced: true
-	// default/a initial=false: Replaced(rv=2 unknown=false)
-	// default/c initial=false: Replaced(rv=3 unknown=false)
-	// default/b initial=false: Deleted(rv=1 unknown=true)
-	// synced: true
 }

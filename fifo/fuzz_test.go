@@ -30,23 +30,3 @@ func FuzzQueue(f *testing.F) {
 		newQueueDiff(t, mb).run(ops)
 	})
 }
-
-// FuzzKeyedQueue decodes an op script from data and runs it against the
-// KeyedQueue reference model, close ops included, and, up to its first
-// close, against client-go's DeltaFIFO.
-func FuzzKeyedQueue(f *testing.F) {
-	for i := range 6 {
-		f.Add(encodeScript(genScript(scriptRand(0xf1f1, i), 60, genConfig{close: i%2 == 1})))
-	}
-	for _, sc := range keyedScenarios {
-		f.Add(encodeScript(parseScript(sc.script)))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		ops := decodeScript(data)
-		if len(ops) > maxFuzzOps {
-			ops = ops[:maxFuzzOps]
-		}
-		newKeyedRunner(t).run(ops)
-		newKeyedDiff(t).run(ops)
-	})
-}

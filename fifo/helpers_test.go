@@ -17,13 +17,12 @@ import (
 
 // Shared helpers: type shorthands, the seed of the randomised tests, a
 // registry that names test objects by identity, and printable views of
-// deltas and items.
+// deltas.
 
 type (
 	pod   = *corev1.Pod
 	delta = fifo.Delta[*corev1.Pod]
 	entry = cache.Entry[*corev1.Pod]
-	item  = fifo.Item[*corev1.Pod]
 )
 
 var (
@@ -130,11 +129,15 @@ type dv struct {
 	Key  string
 	Obj  string
 	RV   string `json:",omitempty"`
-	FSU  bool   `json:",omitempty"`
+	Err  string `json:",omitempty"`
 }
 
 func (r *registry) viewDelta(d delta) dv {
-	return dv{Type: d.Type.String(), Key: d.Key.String(), Obj: r.id(d.Object), RV: d.ResourceVersion, FSU: d.FinalStateUnknown}
+	v := dv{Type: d.Type.String(), Key: d.Key.String(), Obj: r.id(d.Object), RV: d.ResourceVersion}
+	if d.Err != nil {
+		v.Err = d.Err.Error()
+	}
+	return v
 }
 
 func (r *registry) viewDeltas(ds []delta) []dv {
@@ -148,19 +151,21 @@ func (r *registry) viewDeltas(ds []delta) []dv {
 	return out
 }
 
-// iv is a printable KeyedQueue item.
-type iv struct {
-	Key     string
-	Deltas  []dv
-	Initial bool
-}
-
-func (r *registry) viewItem(it item) iv {
-	return iv{Key: it.Key.String(), Deltas: r.viewDeltas(it.Deltas), Initial: it.Initial}
-}
-
 // ent is the entry of o with its key.
 func ent(o pod) entry { return entry{Key: cache.KeyOf(o), Object: o} }
+
+// replace pushes a whole list at once, as a reflector pushes a list that
+// came in one page: ReplaceStart, a Replaced delta per entry, ReplaceEnd
+// at rv.
+func replace(q *fifo.Queue[pod], list []entry, rv string) error {
+	ds := make([]delta, 0, len(list)+2)
+	ds = append(ds, delta{Type: fifo.ReplaceStart})
+	for _, e := range list {
+		ds = append(ds, delta{Type: fifo.Replaced, Entry: e})
+	}
+	ds = append(ds, delta{Type: fifo.ReplaceEnd, ResourceVersion: rv})
+	return q.Push(ds...)
+}
 
 func must(t testing.TB, err error) {
 	t.Helper()

@@ -11,7 +11,7 @@ import (
 // DefaultMaxBatch is the default for [Options.MaxBatch].
 const DefaultMaxBatch = 1000
 
-// Options configures [New] and [NewKeyed]. The zero value is ready to use.
+// Options configures [New]. The zero value is ready to use.
 type Options struct {
 	// MaxBatch bounds how many deltas one Queue.Pop hands out. Default:
 	// DefaultMaxBatch.
@@ -75,18 +75,6 @@ func (q *Queue[T]) Push(deltas ...Delta[T]) error {
 	default:
 	}
 	return nil
-}
-
-// Replace pushes a whole list at once: ReplaceStart, a Replaced delta per
-// entry, and ReplaceEnd with resourceVersion.
-func (q *Queue[T]) Replace(list []cache.Entry[T], resourceVersion string) error {
-	ds := make([]Delta[T], 0, len(list)+2)
-	ds = append(ds, Delta[T]{Type: ReplaceStart})
-	for _, e := range list {
-		ds = append(ds, Delta[T]{Type: Replaced, Entry: e})
-	}
-	ds = append(ds, Delta[T]{Type: ReplaceEnd, ResourceVersion: resourceVersion})
-	return q.Push(ds...)
 }
 
 // Pop waits until deltas are queued and hands out up to MaxBatch of them,

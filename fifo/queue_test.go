@@ -116,7 +116,8 @@ func TestQueueCarriesDeltasAsIs(t *testing.T) {
 	in := []delta{
 		{Type: fifo.Deleted, Entry: ent(p0)},
 		{Type: fifo.Deleted, Entry: ent(p0)}, // deletions do not collapse
-		{Type: fifo.Deleted, Entry: entry{Key: cache.Key{Name: "other"}, Object: p1}, FinalStateUnknown: true},
+		{Type: fifo.Deleted, Entry: entry{Key: cache.Key{Name: "other"}, Object: p1}},
+		{Type: fifo.Refused, Entry: entry{Key: cache.Key{Name: "bad"}}, ResourceVersion: "8", Err: errors.New("refused")},
 		{Type: fifo.Updated, Entry: entry{Object: p1}}, // no key computed
 		{Type: fifo.Sync},
 		{Type: fifo.Bookmark, ResourceVersion: "9"},
@@ -139,8 +140,8 @@ func TestQueueReplaceLayout(t *testing.T) {
 	odd := entry{Key: cache.Key{Namespace: "x", Name: "y"}, Object: reg.pod(2)}
 	q := fifo.New[pod](fifo.Options{})
 	must(t, q.Push(delta{Type: fifo.Added, Entry: ent(a)}))
-	must(t, q.Replace([]entry{ent(a), ent(b), odd, ent(a)}, "7"))
-	must(t, q.Replace(nil, "8"))
+	must(t, replace(q, []entry{ent(a), ent(b), odd, ent(a)}, "7"))
+	must(t, replace(q, nil, "8"))
 	want := []delta{
 		{Type: fifo.Added, Entry: ent(a)},
 		{Type: fifo.ReplaceStart},
@@ -226,7 +227,7 @@ func TestQueuePushAtomic(t *testing.T) {
 					for _, d := range grp[1 : size-1] {
 						list = append(list, d.Entry)
 					}
-					_ = q.Replace(list, grp[size-1].ResourceVersion)
+					_ = replace(q, list, grp[size-1].ResourceVersion)
 				} else {
 					_ = q.Push(grp...)
 				}
@@ -281,7 +282,7 @@ func TestQueueClose(t *testing.T) {
 		if err := q.Push(delta{Type: fifo.Sync}); !errors.Is(err, fifo.ErrClosed) {
 			t.Errorf("Push after Close: %v, want ErrClosed", err)
 		}
-		if err := q.Replace([]entry{ent(reg.pod(2))}, "5"); !errors.Is(err, fifo.ErrClosed) {
+		if err := replace(q, []entry{ent(reg.pod(2))}, "5"); !errors.Is(err, fifo.ErrClosed) {
 			t.Errorf("Replace after Close: %v, want ErrClosed", err)
 		}
 		if q.Len() != 1 {
@@ -364,7 +365,7 @@ func TestQueueConcurrentProducers(t *testing.T) {
 					case n == 1:
 						err = q.Push(delta{Type: fifo.Added, Entry: objs[i][j]})
 					case rng.IntN(2) == 0:
-						err = q.Replace(objs[i][j:j+n], "")
+						err = replace(q, objs[i][j:j+n], "")
 					default:
 						var ds []delta
 						for _, e := range objs[i][j : j+n] {

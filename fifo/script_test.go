@@ -22,8 +22,8 @@ const (
 	opReplace                // a full list (List, may repeat keys)
 	opResync                 // a resync
 	opPop                    // one Pop (Alt: client-go's PopBatch for RealFIFO)
-	opBookmark               // Queue: a Bookmark delta (KeyedQueue: ignored)
-	opPush                   // Queue: one Push of an Updated per List key (KeyedQueue: Updates)
+	opBookmark               // a Bookmark delta
+	opPush                   // one Push of an Updated per List key
 	opClose                  // Close (differential runs: the end of the script)
 	numOpKinds
 )

@@ -16,7 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/typedinformer/informer/cache"
-	"github.com/typedinformer/informer/internal/reflector"
+	"github.com/typedinformer/informer/metrics"
 	"github.com/typedinformer/informer/source"
 	"github.com/typedinformer/informer/typed"
 )
@@ -232,8 +232,9 @@ type InformerStatus struct {
 	// LastEventAgeSeconds is Time - LastEvent: how stale a quiet cache may
 	// be; nil when LastEvent is zero.
 	LastEventAgeSeconds *float64 `json:"lastEventAgeSeconds,omitempty"`
-	// Counts are what the informer did with its source.
-	Counts Counts `json:"counts"`
+	// Counts are what the informer did with its source (typed.Status's
+	// Stats).
+	Counts metrics.Stats `json:"counts"`
 	// Handlers are the registered handlers, in the order added.
 	Handlers []HandlerStatus `json:"handlers"`
 }
@@ -250,25 +251,6 @@ type ErrorStatus struct {
 	Since time.Time `json:"since"`
 	// Last is when the last error happened.
 	Last time.Time `json:"last"`
-}
-
-// Counts are an informer's counters (typed.Stats).
-type Counts struct {
-	// Lists counts LIST requests, WatchLists streaming lists, Relists the
-	// lists after the first that succeeded.
-	Lists      int `json:"lists"`
-	WatchLists int `json:"watchLists"`
-	Relists    int `json:"relists"`
-	// Watches counts watch requests besides streaming lists;
-	// WatchRestarts those that resumed a watch from its last
-	// resourceVersion rather than following a list.
-	Watches       int `json:"watches"`
-	WatchRestarts int `json:"watchRestarts"`
-	// Events and Bookmarks count watch events taken.
-	Events    int `json:"events"`
-	Bookmarks int `json:"bookmarks"`
-	// Errors counts list and watch errors recovered from.
-	Errors int `json:"errors"`
 }
 
 // HandlerStatus is the state of one registered handler.
@@ -309,11 +291,7 @@ func (e *Entry) status(now time.Time) InformerStatus {
 		ResourceVersion: inf.LastSyncResourceVersion(),
 		Objects:         inf.objects(),
 		Registered:      e.added,
-		Counts: Counts{
-			Lists: st.Stats.Lists, WatchLists: st.Stats.WatchLists, Relists: st.Stats.Relists,
-			Watches: st.Stats.Watches, WatchRestarts: st.Stats.WatchRestarts,
-			Events: st.Stats.Events, Bookmarks: st.Stats.Bookmarks, Errors: st.Stats.Errors,
-		},
+		Counts:          st.Stats,
 	}
 	if st.LastError != nil {
 		is.Error = &ErrorStatus{
@@ -394,12 +372,16 @@ func redact(err error) string {
 	if errors.As(err, &se) {
 		phase = string(se.Phase) + ": "
 	}
-	var we *reflector.WriteError
-	if errors.As(err, &we) {
-		if we.Key.Name == "" {
-			return "refused an object " + withheld
+	var re *typed.RefusedError
+	if errors.As(err, &re) {
+		what := "refused "
+		if re.Quarantined {
+			what = "quarantined "
 		}
-		return "refused " + we.Key.String() + " " + withheld
+		if re.Key.Name == "" {
+			return what + "an object " + withheld
+		}
+		return what + re.Key.String() + " " + withheld
 	}
 	for _, s := range []error{source.ErrMalformed, source.ErrWrongType, source.ErrNilObject} {
 		if errors.Is(err, s) {

@@ -95,8 +95,7 @@ func TestSnapshot(t *testing.T) {
 		want := httpinfo.InformerStatus{
 			Name: "shop-secrets", Synced: true, ResourceVersion: fake.ResourceVersion(), Objects: 5,
 			Registered: registered,
-			Counts: httpinfo.Counts{Lists: st.Lists, WatchLists: st.WatchLists, Relists: st.Relists, Watches: st.Watches,
-				WatchRestarts: st.WatchRestarts, Events: st.Events, Bookmarks: st.Bookmarks, Errors: st.Errors},
+			Counts: st,
 			Handlers: []httpinfo.HandlerStatus{
 				{Name: "plain", Synced: true, Pending: 3, Panics: 1},
 				{Name: "coalescing", Pending: 2, Merged: &seven},

@@ -72,7 +72,7 @@ func Example() {
 	m.mu.Lock()
 	m.states["shop-pods"](&s)
 	m.mu.Unlock()
-	fmt.Printf("synced=%v watchLists=%d handlers=%d\n", s.Synced, s.WatchLists, len(s.Handlers))
+	fmt.Printf("synced=%v watchLists=%d handlers=%d\n", s.Synced, s.Stats.WatchLists, len(s.Handlers))
 
 	cancel()
 	if err := <-done; err != nil {

@@ -77,18 +77,62 @@ type Batch struct {
 	// Added, Modified, Deleted and Bookmarks count the watch events of the
 	// batch by type (the objects of a list are not events).
 	Added, Modified, Deleted, Bookmarks int
+	// Refused counts the objects of the batch the informer could not take
+	// (quarantined), in watch events and lists alike.
+	Refused int
 	// Listed counts the full lists (initial or relists) the batch
 	// completed.
 	Listed int
+}
+
+// Stats counts what an informer did with its source. It is defined once,
+// here, where every layer can read it: an informer's reflector fills it,
+// typed.Status carries it, a Snapshot carries it to a metrics library, and
+// the debug page of package httpinfo serves it.
+type Stats struct {
+	// Lists counts LIST requests (pages of one list count once);
+	// WatchLists counts streaming lists; Relists counts the lists and
+	// streaming lists after the first one that succeeded.
+	Lists      int `json:"lists"`
+	WatchLists int `json:"watchLists"`
+	Relists    int `json:"relists"`
+	// Watches counts watch requests besides streaming lists;
+	// WatchRestarts counts those that resumed a watch from its last
+	// resourceVersion, rather than following a list.
+	Watches       int `json:"watches"`
+	WatchRestarts int `json:"watchRestarts"`
+	// Events and Bookmarks count watch events taken.
+	Events    int `json:"events"`
+	Bookmarks int `json:"bookmarks"`
+	// Errors counts list and watch errors recovered from.
+	Errors int `json:"errors"`
+	// IdleWatches counts watches stopped by the watch idle timeout
+	// (typed.Options.WatchIdleTimeout).
+	IdleWatches int `json:"idleWatches"`
+}
+
+// ShardStatus is what an informer restricted to a shard knows about it
+// (typed.Options.Shard); the zero value for one that is not.
+type ShardStatus struct {
+	// Selector is the shard selector sent; empty without a shard.
+	Selector string `json:"selector,omitempty"`
+	// ClientFiltering is true when the last list did not echo the
+	// selector: the server ignored it and the informer filters on the
+	// client.
+	ClientFiltering bool `json:"clientFiltering,omitempty"`
+	// Filtered counts the listed objects and watch events dropped on the
+	// client as outside the shard.
+	Filtered int `json:"filtered,omitempty"`
 }
 
 // Snapshot is an informer's state at one moment.
 type Snapshot struct {
 	// Synced is true once the initial list is in the cache.
 	Synced bool
-	// Lists, WatchLists, Relists, Watches, WatchRestarts, Events,
-	// Bookmarks and Errors are the informer's counters (typed.Stats).
-	Lists, WatchLists, Relists, Watches, WatchRestarts, Events, Bookmarks, Errors int
+	// Stats are the informer's counters.
+	Stats Stats
+	// Shard is the state of the informer's shard; zero without one.
+	Shard ShardStatus
 	// LastError is the informer's last error since its source was last
 	// healthy; nil when healthy.
 	LastError error
@@ -103,18 +147,9 @@ type Snapshot struct {
 	QueuedItems int
 	// Handlers holds one entry per handler, in no particular order.
 	Handlers []Handler
-	// Sharded is true for an informer restricted to a shard
-	// (typed.Options.Shard). ShardClientFiltering is then true while the
-	// server ignores the shard selector and the informer filters on the
-	// client, and ShardFiltered counts the objects and events it dropped
-	// as outside its shard.
-	Sharded, ShardClientFiltering bool
-	ShardFiltered                 int
 	// Quarantined is the number of objects left out of the cache
 	// (typed.Quarantine); Refused counts the object versions quarantined.
 	Quarantined, Refused int
-	// IdleWatches counts watches stopped by the watch idle timeout.
-	IdleWatches int
 	// ConsistencyChecks counts comparisons of the cache with the server
 	// (typed.Options.ConsistencyCheck); Divergences those that found the
 	// cache diverged. Mutations counts cached objects found mutated

@@ -6,7 +6,6 @@ import (
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/fifo"
-	"github.com/typedinformer/informer/internal/reflector"
 )
 
 // applier is the informer's one writer: it pops batches of deltas, applies
@@ -27,10 +26,12 @@ type applier[T cache.Object] struct {
 	list    []cache.Entry[T]  // in order of first appearance; zero Key: removed
 	left    int               // deltas of the batch being taken from the current one on
 
-	// Quarantine (poison.go): the number of quarantined objects, and the
-	// objects left out of the list being collected (key -> version).
-	nPoison     int
-	listRefused map[cache.Key]string
+	// Quarantine (quarantine.go), the writer's alone: the quarantined
+	// objects, whether they changed since readers last saw them, and the
+	// objects refused in the list being collected.
+	held        map[cache.Key]Quarantined
+	heldChanged bool
+	listRefused map[cache.Key]refusal
 	rev         uint64 // the store's revision after the last write
 }
 
@@ -48,6 +49,7 @@ func (a *applier[T]) run(ctx context.Context) error {
 			a.take(&ds[i])
 		}
 		a.flush()
+		a.publishQuarantine()
 		if a.seen != "" {
 			a.inf.observe(a.seen, a.rev)
 			a.seen = ""
@@ -66,7 +68,7 @@ func (a *applier[T]) take(d *fifo.Delta[T]) {
 			a.collect(d)
 			return
 		}
-		if a.nPoison > 0 {
+		if len(a.held) > 0 {
 			a.release(d.Key)
 		}
 		if d.Type != fifo.Deleted {
@@ -94,15 +96,13 @@ func (a *applier[T]) take(d *fifo.Delta[T]) {
 		}
 		a.applyList()
 		a.seen = d.ResourceVersion
-	case fifo.Bookmark:
-		if reflector.LeftOut(d) {
-			if a.listing {
-				a.listLeftOut(d)
-			} else {
-				a.leftOut(d)
-			}
-			return
+	case fifo.Refused:
+		if a.listing {
+			a.listRefuse(d)
+		} else {
+			a.refuse(d)
 		}
+	case fifo.Bookmark:
 		if !a.listing {
 			a.seen = d.ResourceVersion
 		}

@@ -30,7 +30,7 @@ func ExampleRefusePolicy() {
 			return []string{p.Labels["app"]}, nil
 		}},
 		ErrorHandler: func(err error) {
-			var qe *typed.QuarantineError
+			var qe *typed.RefusedError
 			if errors.As(err, &qe) {
 				reported <- qe.Key.String()
 			}

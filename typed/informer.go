@@ -75,7 +75,8 @@ type Informer[T cache.Object] struct {
 	synced    chan struct{} // closed by the writer once the first list is applied
 	seen      observed      // the resourceVersion the cache has caught up with
 	done      chan struct{} // closed when Run returns
-	errs      chan error    // errors found by the writer, reported by Run
+	errs      chan error    // errors of the writer, the listeners and the checks, for the reporter
+	reported  chan struct{} // closed once nothing more can be reported: the reporter drains and returns
 	logger    atomic.Pointer[klog.Logger]
 	metrics   informerMetrics
 	poison    quarantine // objects left out of the cache (poison.go)
@@ -132,7 +133,7 @@ func NewInformer[T cache.Object](src source.Source[T], opts Options[T]) (*Inform
 	inf := &Informer[T]{
 		name: name, opts: opts, writer: w, store: w.Store(),
 		queue:  fifo.New[T](fifo.Options{MaxLen: queueLen}),
-		synced: make(chan struct{}), done: make(chan struct{}), errs: make(chan error, 16),
+		synced: make(chan struct{}), done: make(chan struct{}), errs: make(chan error, errorBuffer), reported: make(chan struct{}),
 		regs: map[*Registration]*listener[T]{},
 	}
 	inf.handlers.Store(&[]*listener[T]{})
@@ -148,8 +149,10 @@ func NewInformer[T cache.Object](src source.Source[T], opts Options[T]) (*Inform
 		NoWatchList:     opts.NoWatchList || !info.WatchList,
 		MinWatchTimeout: opts.MinWatchTimeout,
 		Prepare:         inf.prepare,
+		PushRefused:     opts.OnRefused == Quarantine,
 		Tweak:           tweak,
 		Shard:           reflectorShard[T](opts.Shard),
+		ErrWatchIdle:    ErrWatchIdle,
 
 		WatchIdleTimeout: idleTimeout(opts.WatchIdleTimeout),
 	})
@@ -202,6 +205,11 @@ func (inf *Informer[T]) Run(ctx context.Context) error {
 	}
 	inf.mu.Unlock()
 	defer inf.startMetrics()()
+	reporter := make(chan struct{})
+	go func() {
+		defer close(reporter)
+		inf.reportLoop()
+	}()
 
 	g, gctx := errgroup.WithContext(ctx)
 	stopQueue := context.AfterFunc(gctx, inf.queue.Close) // wakes a reflector waiting for room
@@ -214,7 +222,6 @@ func (inf *Informer[T]) Run(ctx context.Context) error {
 	})
 	app := &applier[T]{inf: inf}
 	g.Go(func() error { return app.run(gctx) })
-	g.Go(func() error { inf.reportLoop(gctx); return nil })
 	if inf.opts.ResyncPeriod > 0 {
 		g.Go(func() error { inf.resyncLoop(gctx); return nil })
 	}
@@ -236,9 +243,10 @@ func (inf *Informer[T]) Run(ctx context.Context) error {
 	}
 	inf.listeners.Wait()
 	if inf.mutations != nil {
-		// No handler runs any more: a last look at what they did.
-		inf.checkMutations(func(err error) { inf.handleError(fmt.Errorf("informer %s: %w", inf.name, err)) })
+		inf.checkMutations(inf.reportAsync) // no handler runs any more: a last look at what they did
 	}
+	close(inf.reported)
+	<-reporter
 	close(inf.done)
 	return err
 }
@@ -252,29 +260,66 @@ func (inf *Informer[T]) startListener(l *listener[T]) {
 	}()
 }
 
-// reportLoop hands the errors of the reflector and the writer to
-// handleError, on this goroutine, with no lock held.
-func (inf *Informer[T]) reportLoop(ctx context.Context) {
+// errorBuffer is how many errors wait for the reporter before the writer
+// logs the next instead of waiting (the writer never waits on user code).
+const errorBuffer = 64
+
+// reportLoop hands every error of the run to handleError, on this one
+// goroutine, with no lock held: the reflector's, the writer's, the
+// handlers' panics and what the checks find. Once Run has stopped
+// everything else (reported is closed), it hands over what is left and
+// returns.
+func (inf *Informer[T]) reportLoop() {
 	for {
 		select {
-		case <-ctx.Done():
-			return
 		case err := <-inf.refl.Errors():
-			inf.observeError(err)
-			inf.handleError(fmt.Errorf("informer %s: %w", inf.name, err))
+			inf.deliver(err)
 		case err := <-inf.errs:
-			inf.observeError(err)
-			inf.handleError(fmt.Errorf("informer %s: %w", inf.name, err))
+			inf.deliver(err)
+		case <-inf.reported:
+			for {
+				select {
+				case err := <-inf.refl.Errors():
+					inf.deliver(err)
+				case err := <-inf.errs:
+					inf.deliver(err)
+				default:
+					return
+				}
+			}
 		}
 	}
 }
 
-// reportAsync queues an error of the writer for reportLoop.
+// deliver counts err in the metrics (a handler's panic has a count of
+// its own, Registration.Panics) and passes it, naming the informer, to
+// handleError.
+func (inf *Informer[T]) deliver(err error) {
+	if !errors.Is(err, ErrHandlerPanic) {
+		inf.observeError(err)
+	}
+	inf.handleError(fmt.Errorf("informer %s: %w", inf.name, err))
+}
+
+// reportAsync queues an error for the reporter without waiting: the
+// writer and the checks never wait on user code. An error that finds the
+// queue full is logged instead.
 func (inf *Informer[T]) reportAsync(err error) {
 	select {
 	case inf.errs <- err:
 	default:
 		inf.log().Error(err, "informer error (error queue full)", "informer", inf.name)
+	}
+}
+
+// reportPanic queues a handler's panic for the reporter: the panicking
+// handler's goroutine waits for room, unless the run is over (a handler
+// that outlived it), when the panic is logged instead.
+func (inf *Informer[T]) reportPanic(err error) {
+	select {
+	case inf.errs <- err:
+	case <-inf.reported:
+		inf.log().Error(err, "handler panicked after the informer stopped", "informer", inf.name)
 	}
 }
 

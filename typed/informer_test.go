@@ -214,6 +214,8 @@ func TestInformerHandlerPanicAndRemove(t *testing.T) {
 	if bad.Panics() != 2 {
 		t.Errorf("Panics() = %d, want 2", bad.Panics())
 	}
+	// Reported by the informer's one reporting goroutine, after the calls.
+	it.Eventually(t, "both panics reported", func() bool { return errs.Count(it.Is(typed.ErrHandlerPanic)) >= 2 })
 	if n := errs.Count(it.Is(typed.ErrHandlerPanic)); n != 2 {
 		t.Errorf("%d panics reported to the ErrorHandler, want 2: %v", n, errs.All())
 	}
@@ -562,7 +564,7 @@ func TestErrorMessages(t *testing.T) {
 		it.Run(t, inf)
 		it.Eventually(t, "error reported", func() bool { return len(errs.All()) > 0 })
 		got := errs.All()[0].Error()
-		if want := `informer pods: refused ns/bad: index "strict": boom`; got != want {
+		if want := `informer pods: refused ns/bad at resourceVersion 101: index "strict": boom`; got != want {
 			t.Errorf("error = %q, want %q", got, want)
 		}
 		for _, word := range []string{"informer", "cache:", "refused", "index"} {

@@ -44,17 +44,13 @@ func (inf *Informer[T]) startMetrics() func() {
 func (inf *Informer[T]) metricsState(s *metrics.Snapshot) {
 	st := inf.Status()
 	*s = metrics.Snapshot{
-		Synced: inf.HasSynced(),
-		Lists:  st.Stats.Lists, WatchLists: st.Stats.WatchLists, Relists: st.Stats.Relists,
-		Watches: st.Stats.Watches, WatchRestarts: st.Stats.WatchRestarts,
-		Events: st.Stats.Events, Bookmarks: st.Stats.Bookmarks, Errors: st.Stats.Errors,
+		Synced: inf.HasSynced(), Stats: st.Stats, Shard: st.Shard,
 		LastError: st.LastError, LastEventTime: st.LastEventTime,
 		ResourceVersion: inf.LastSyncResourceVersion(),
 		QueuedItems:     inf.queue.Len(),
 		Handlers:        s.Handlers[:0],
-		Sharded:         st.Shard.Selector != "", ShardClientFiltering: st.Shard.ClientFiltering, ShardFiltered: st.Shard.Filtered,
 
-		Quarantined: len(st.Quarantined), Refused: st.Checks.Refused, IdleWatches: st.Stats.IdleWatches,
+		Quarantined: len(st.Quarantined), Refused: st.Checks.Refused,
 		ConsistencyChecks: st.Checks.ConsistencyChecks, Divergences: st.Checks.Divergences, Mutations: st.Checks.Mutations,
 	}
 	inf.mu.Lock()
@@ -95,6 +91,8 @@ func (inf *Informer[T]) batchDone(start time.Time, ds []fifo.Delta[T]) {
 			b.Deleted++
 		case fifo.Bookmark:
 			b.Bookmarks++
+		case fifo.Refused:
+			b.Refused++
 		case fifo.ReplaceEnd:
 			b.Listed++
 		}

@@ -119,7 +119,7 @@ func metricsHooks(t *testing.T, withMetrics bool) {
 	m.state(&s)
 	m.mu.Unlock()
 	wantSnap := metrics.Snapshot{
-		Synced: true, Lists: 1, Watches: 3, WatchRestarts: 2, Events: 2, Bookmarks: 1, Errors: 1,
+		Synced: true, Stats: metrics.Stats{Lists: 1, Watches: 3, WatchRestarts: 2, Events: 2, Bookmarks: 1, Errors: 1},
 		LastEventTime: st.LastEventTime, ResourceVersion: fake.ResourceVersion(),
 		Handlers: []metrics.Handler{{Name: "shop#1"}},
 	}
@@ -142,4 +142,48 @@ func metricsHooks(t *testing.T, withMetrics bool) {
 	if m.unregistered != 1 {
 		t.Errorf("Unregister called %d times after Run returned, want 1", m.unregistered)
 	}
+}
+
+// TestRefusedIsNotABookmark: an object the informer quarantines travels
+// to the writer as a refusal, not as a bookmark: over a fake that sends no
+// bookmarks, the metrics count one refused object in the list and one in
+// a watch event, and no bookmark.
+func TestRefusedIsNotABookmark(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := fakeOf(sourcetest.FakeOptions[*corev1.Pod]{NoWatchList: true}, it.Pod("ns", "bad", nil), it.Pod("ns", "good", nil))
+		m := &recMetrics{}
+		inf := mustInformer(t, fake, typed.Options[*corev1.Pod]{
+			Metrics: m, ErrorHandler: func(error) {},
+			Transform: func(p *corev1.Pod) (*corev1.Pod, error) {
+				if p.Name == "bad" || p.Name == "worse" {
+					return nil, errors.New("refused")
+				}
+				return p, nil
+			},
+		})
+		stop := it.Run(t, inf)
+		if err := inf.WaitForSync(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fake.Create(it.Pod("ns", "worse", nil)); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		stop()
+		var got metrics.Batch
+		m.mu.Lock()
+		for _, b := range m.batches {
+			got.Added += b.Added
+			got.Bookmarks += b.Bookmarks
+			got.Refused += b.Refused
+			got.Listed += b.Listed
+		}
+		m.mu.Unlock()
+		if want := (metrics.Batch{Listed: 1, Refused: 2}); got != want {
+			t.Errorf("batches add up to %+v, want %+v", got, want)
+		}
+		if st := inf.Status(); st.Stats.Bookmarks != 0 || len(st.Quarantined) != 2 {
+			t.Errorf("status: %d bookmarks, %d quarantined; want 0 and 2", st.Stats.Bookmarks, len(st.Quarantined))
+		}
+	})
 }

@@ -1,13 +1,13 @@
 package typed
 
 import (
+	"errors"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/typedinformer/informer/cache"
-	"github.com/typedinformer/informer/internal/reflector"
 	"github.com/typedinformer/informer/metrics"
 )
 
@@ -133,7 +133,7 @@ const DefaultWatchIdleTimeout = 150 * time.Second
 // ErrWatchIdle is wrapped by the error reported when a watch delivered
 // nothing for Options.WatchIdleTimeout and was stopped; the informer
 // watches again from its last resourceVersion.
-var ErrWatchIdle = reflector.ErrWatchIdle
+var ErrWatchIdle = errors.New("typed: watch idle")
 
 // idleTimeout is the reflector's idle timeout for Options.WatchIdleTimeout.
 func idleTimeout(d time.Duration) time.Duration {

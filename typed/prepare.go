@@ -12,14 +12,15 @@ import (
 // queues: managedFields dropped (on a copy), Options.Transform applied, and
 // the key and index values computed by the cache's writer. It runs on the
 // reflector's goroutine with no lock held. An object it cannot take is
-// quarantined (left out, see Quarantine) or, with StopAndRelist, refused
-// before the reflector moves past it. A deletion needs only its key: one
-// whose transform fails is a deletion by key, whose final state is the
-// cached object.
+// refused: under Quarantine with the cause alone (the reflector queues it
+// as a Refused delta for the writer to quarantine), under StopAndRelist as
+// a *RefusedError (the reflector stops before it and relists). A deletion
+// needs only its key: one whose transform fails is a deletion by key,
+// whose final state is the cached object.
 func (inf *Informer[T]) prepare(t fifo.DeltaType, obj T) (cache.Entry[T], error) {
 	var zero T
 	if obj == zero {
-		return cache.Entry[T]{}, cache.ErrNilObject
+		return cache.Entry[T]{}, &RefusedError{Err: cache.ErrNilObject}
 	}
 	raw := obj
 	if !inf.opts.KeepManagedFields {
@@ -36,7 +37,7 @@ func (inf *Informer[T]) prepare(t fifo.DeltaType, obj T) (cache.Entry[T], error)
 	if t == fifo.Deleted {
 		k := cache.KeyOf(obj)
 		if k.Name == "" {
-			return cache.Entry[T]{}, cache.ErrNoName
+			return cache.Entry[T]{}, &RefusedError{ResourceVersion: obj.GetResourceVersion(), Err: cache.ErrNoName}
 		}
 		return cache.Entry[T]{Key: k, Object: obj}, nil
 	}
@@ -51,12 +52,12 @@ func (inf *Informer[T]) prepare(t fifo.DeltaType, obj T) (cache.Entry[T], error)
 func (inf *Informer[T]) refuse(t fifo.DeltaType, raw T, err error) (cache.Entry[T], error) {
 	k := cache.KeyOf(raw)
 	if inf.opts.OnRefused != Quarantine || k.Name == "" {
-		return cache.Entry[T]{}, err
+		return cache.Entry[T]{}, &RefusedError{Key: k, ResourceVersion: raw.GetResourceVersion(), Err: err}
 	}
 	if t == fifo.Deleted {
 		return cache.Entry[T]{Key: k}, nil
 	}
-	return cache.Entry[T]{}, inf.poison.refuse(k, raw.GetResourceVersion(), err)
+	return cache.Entry[T]{}, err
 }
 
 // transform runs Options.Transform; a panic or a nil result is an error.

@@ -94,7 +94,7 @@ func (inf *Informer[T]) AddHandlerWithOptions(h handler.Handler[T], opts Handler
 	if name == "" {
 		name = fmt.Sprintf("%s#%d", inf.name, inf.nextID)
 	}
-	l := newListener(h, name, inf.handleError, opts)
+	l := newListener(h, name, inf.reportPanic, opts)
 	hs := append(slices.Clone(*inf.handlers.Load()), l)
 	inf.handlers.Store(&hs)
 	reg := &Registration{l: boundListener[T]{listener: l, inf: inf}}

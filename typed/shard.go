@@ -27,19 +27,6 @@ type Shard interface {
 	Contains(obj metav1.Object) bool
 }
 
-// ShardStatus is what an informer knows about its shard.
-type ShardStatus struct {
-	// Selector is the shard selector sent; empty without a shard.
-	Selector string
-	// ClientFiltering is true when the last list did not echo the
-	// selector: the server ignored it and the informer filters on the
-	// client.
-	ClientFiltering bool
-	// Filtered counts the listed objects and watch events dropped on the
-	// client as outside the shard.
-	Filtered int
-}
-
 // reflectorShard is opts.Shard as the reflector takes it.
 func reflectorShard[T cache.Object](s Shard) *reflector.Shard[T] {
 	if s == nil {

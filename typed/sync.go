@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/typedinformer/informer/internal/reflector"
+	"github.com/typedinformer/informer/metrics"
 )
 
 // NotSyncedError is returned by the waits when the cache (or a handler) is
@@ -52,12 +53,14 @@ func (e *NotSyncedError) Unwrap() []error {
 	return out
 }
 
-// WaitForSync waits until the initial list is in the cache and returns nil.
-// It returns a *NotSyncedError at once when the informer hits an error that
-// retrying cannot fix by itself (Forbidden, Unauthorized, NotFound: the
-// informer keeps retrying, so a later WaitForSync can succeed), when Run
-// has returned, or when ctx ends, carrying the last error so the caller
-// learns why.
+// WaitForSync waits until the initial list is in the cache and returns nil,
+// also after Run has returned (the cache keeps what it had, as client-go's
+// HasSynced stays true). It returns a *NotSyncedError at once when the
+// informer hits an error that retrying cannot fix by itself (Forbidden,
+// Unauthorized, NotFound: the informer keeps retrying, so a later
+// WaitForSync can succeed), when Run returns before the informer synced,
+// or when ctx ends, carrying the last error so the caller learns why (for
+// an informer whose Run was never called, ErrNotStarted).
 func (inf *Informer[T]) WaitForSync(ctx context.Context) error {
 	return inf.wait(ctx, inf.synced, nil, "")
 }
@@ -105,9 +108,23 @@ func (inf *Informer[T]) wait(ctx context.Context, synced, gone <-chan struct{}, 
 				return fail(cause, ErrRemoved)
 			}
 		case <-ctx.Done():
+			if cause == nil && !inf.started() {
+				cause = ErrNotStarted
+			}
 			return fail(cause, ctx.Err())
 		}
 	}
+}
+
+// ErrNotStarted is the cause of a wait that ended while the informer's Run
+// had not been called.
+var ErrNotStarted = errors.New("typed: informer not started (Run was not called)")
+
+// started reports whether Run has been called.
+func (inf *Informer[T]) started() bool {
+	inf.mu.Lock()
+	defer inf.mu.Unlock()
+	return inf.state != idle
 }
 
 // Syncer is anything that can wait for its sync: an *Informer or a
@@ -172,9 +189,9 @@ type Status struct {
 	// ago it was is how stale a quiet cache may be.
 	LastEventTime time.Time
 	// Stats are the informer's counters.
-	Stats Stats
+	Stats metrics.Stats
 	// Shard is the state of Options.Shard; zero without one.
-	Shard ShardStatus
+	Shard metrics.ShardStatus
 	// Quarantined lists the objects left out of the cache (see
 	// Quarantine), sorted by key; nil when there are none.
 	Quarantined []Quarantined
@@ -182,28 +199,10 @@ type Status struct {
 	Checks Checks
 }
 
-// Stats counts what an informer did with its source.
-type Stats struct {
-	// Lists counts LIST requests (pages of one list count once); WatchLists
-	// counts streaming lists; Relists counts the lists and streaming lists
-	// after the first one that succeeded.
-	Lists, WatchLists, Relists int
-	// Watches counts watch requests besides streaming lists;
-	// WatchRestarts counts those that resumed a watch from its last
-	// resourceVersion, rather than following a list.
-	Watches, WatchRestarts int
-	// Events and Bookmarks count watch events taken.
-	Events, Bookmarks int
-	// Errors counts list and watch errors recovered from.
-	Errors int
-	// IdleWatches counts watches stopped by Options.WatchIdleTimeout.
-	IdleWatches int
-}
-
 // Status returns the informer's status.
 func (inf *Informer[T]) Status() Status {
 	s := inf.refl.Status()
 	return Status{LastError: s.LastError, LastErrorTime: s.LastErrorTime, StaleSince: s.StaleSince,
-		LastEventTime: inf.lastEventTime(), Stats: Stats(s.Stats), Shard: ShardStatus(s.Shard),
+		LastEventTime: inf.lastEventTime(), Stats: s.Stats, Shard: s.Shard,
 		Quarantined: inf.poison.list(), Checks: inf.checks()}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/typedinformer/informer/internal/leakcheck"
 	"github.com/typedinformer/informer/internal/testcluster"
 	"github.com/typedinformer/informer/source"
+	"github.com/typedinformer/informer/metrics"
 	"github.com/typedinformer/informer/typed"
 )
 
@@ -394,7 +395,7 @@ func errSummary(s *it.ErrSink) string {
 }
 
 // statsString formats informer stats for the figures.
-func statsString(s typed.Stats) string {
+func statsString(s metrics.Stats) string {
 	return fmt.Sprintf("Lists=%d WatchLists=%d Relists=%d Watches=%d Events=%d Bookmarks=%d Errors=%d",
 		s.Lists, s.WatchLists, s.Relists, s.Watches, s.Events, s.Bookmarks, s.Errors)
 }

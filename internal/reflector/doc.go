@@ -13,12 +13,12 @@
 //     midway is started over with a new ReplaceStart.
 //   - Every object goes through Options.Prepare (the informer's transform
 //     and index functions) before it is pushed. A refused object is
-//     reported and the reflector relists after a backoff: the
-//     resourceVersion never moves past an object the cache did not take.
-//     An object Prepare leaves out (its error wraps ErrLeftOut: the
-//     informer's quarantine) is not refused: the sink gets a mark in its
-//     place (a Bookmark delta with its key, see LeftOut) and the reflector
-//     goes on past it.
+//     reported, with Prepare's own error, and the reflector relists after
+//     a backoff: the resourceVersion never moves past an object the cache
+//     did not take. With Options.PushRefused, a refused object that has a
+//     name goes to the sink as what it is, a Refused delta with its key,
+//     resourceVersion and error (the informer quarantines it), and the
+//     reflector goes on past it.
 //   - With Options.WatchIdleTimeout, a watch that delivers nothing for
 //     that long, once the source has sent a periodic bookmark (the
 //     server's heartbeat; the end bookmark of a streaming list does not

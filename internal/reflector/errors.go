@@ -9,33 +9,30 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 
-	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/source"
 )
 
-// WriteError is an object the reflector refused: Prepare failed (a
-// transform error, an index function error, no name). The reflector relists
-// after a backoff rather than move its resourceVersion past it.
-type WriteError struct {
-	// Key is the refused object's key, if it has one.
-	Key cache.Key
-	// Err is Prepare's error.
-	Err error
+// refusal is an object Prepare refused, on its way from where it was met
+// up to Run: the reflector stops before the object and relists after a
+// backoff. Run reports Prepare's own error, not this wrapper.
+type refusal struct{ err error }
+
+func (r *refusal) Error() string { return r.err.Error() }
+
+func (r *refusal) Unwrap() error { return r.err }
+
+func isRefusal(err error) bool {
+	var r *refusal
+	return errors.As(err, &r)
 }
 
-func (e *WriteError) Error() string {
-	if e.Key == (cache.Key{}) {
-		return fmt.Sprintf("refused an object: %v", e.Err)
+// reportable is the error Run reports for err: Prepare's for a refusal.
+func reportable(err error) error {
+	var r *refusal
+	if errors.As(err, &r) {
+		return r.err
 	}
-	return fmt.Sprintf("refused %v: %v", e.Key, e.Err)
-}
-
-// Unwrap returns Prepare's error.
-func (e *WriteError) Unwrap() error { return e.Err }
-
-func isWriteError(err error) bool {
-	var we *WriteError
-	return errors.As(err, &we)
+	return err
 }
 
 // isExpired reports a 410: the resourceVersion is older than the server

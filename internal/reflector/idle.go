@@ -1,7 +1,6 @@
 package reflector
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -14,35 +13,21 @@ import (
 	"github.com/typedinformer/informer/source"
 )
 
-// ErrWatchIdle is wrapped by the error reported when a watch delivered
-// neither an event nor a bookmark for Options.WatchIdleTimeout: the
-// reflector stops it and watches again from the last resourceVersion,
-// without a relist. Package typed exports it.
-var ErrWatchIdle = errors.New("typed: watch idle")
-
-// ErrLeftOut, wrapped by an error of Options.Prepare, leaves the object out
-// instead of refusing it: the reflector goes on past it, and hands the sink,
-// in its place, a Bookmark delta at the object's resourceVersion whose Key
-// is the object's (see LeftOut). An informer uses it to quarantine an object
-// its cache cannot take without stopping for it.
-var ErrLeftOut = errors.New("reflector: object left out")
-
-// LeftOut reports whether d is the mark of an object Prepare left out: a
-// Bookmark delta with a Key. Its ResourceVersion is the object's.
-func LeftOut[T cache.Object](d *fifo.Delta[T]) bool {
-	return d.Type == fifo.Bookmark && d.Key != (cache.Key{})
-}
-
-// leftOut is the delta that stands for obj, which Prepare left out.
-func leftOut[T cache.Object](obj T) fifo.Delta[T] {
-	return fifo.Delta[T]{Type: fifo.Bookmark, Entry: cache.Entry[T]{Key: cache.KeyOf(obj)}, ResourceVersion: obj.GetResourceVersion()}
-}
-
-// isLeftOut reports a Prepare error that leaves the object out. An object
-// without a key cannot be named, so it is refused whatever Prepare says.
-func isLeftOut[T cache.Object](obj T, err error) bool {
+// prepared is what Prepare made of obj for a delta of type t: the delta
+// to push, or, for an object Prepare refused, a Refused delta in its place
+// when Options.PushRefused lets the reflector go on past it (the object
+// has a key to name it by), else the error that stops the reflector
+// before the object.
+func (r *Reflector[T]) prepared(t fifo.DeltaType, obj T) (fifo.Delta[T], error) {
+	e, err := r.opts.Prepare(t, obj)
+	if err == nil {
+		return fifo.Delta[T]{Type: t, Entry: e}, nil
+	}
 	var zero T
-	return errors.Is(err, ErrLeftOut) && obj != zero && obj.GetName() != ""
+	if !r.opts.PushRefused || obj == zero || obj.GetName() == "" {
+		return fifo.Delta[T]{}, &refusal{err: err}
+	}
+	return fifo.Delta[T]{Type: fifo.Refused, Entry: cache.Entry[T]{Key: cache.KeyOf(obj)}, ResourceVersion: obj.GetResourceVersion(), Err: err}, nil
 }
 
 // Relist makes the reflector stop its watch and list again, with a quorum
@@ -110,6 +95,7 @@ func (r *Reflector[T]) heartbeat() {
 // timeout and 1.25 times it after the last event.
 type watchdog struct {
 	timeout, tick time.Duration
+	idleErr       error // Options.ErrWatchIdle
 	beating       *atomic.Bool
 	stopWatch     func()
 	seen          atomic.Int64 // events so far
@@ -129,7 +115,7 @@ func (r *Reflector[T]) newWatchdog(stop func()) *watchdog {
 	if r.opts.WatchIdleTimeout <= 0 {
 		return nil
 	}
-	d := &watchdog{timeout: r.opts.WatchIdleTimeout, tick: r.opts.WatchIdleTimeout / 4, beating: &r.beating, stopWatch: stop}
+	d := &watchdog{timeout: r.opts.WatchIdleTimeout, tick: r.opts.WatchIdleTimeout / 4, idleErr: r.opts.ErrWatchIdle, beating: &r.beating, stopWatch: stop}
 	d.mu.Lock() // the first check waits for d.t
 	defer d.mu.Unlock()
 	d.quietT = time.Now()
@@ -185,5 +171,5 @@ func (d *watchdog) err(rv string) error {
 	since := d.quietT
 	d.mu.Unlock()
 	return &source.Error{Phase: source.PhaseWatch, Err: fmt.Errorf("%w: nothing for %v (limit %v) after resourceVersion %q; watching again from it",
-		ErrWatchIdle, time.Since(since).Round(time.Millisecond), d.timeout, rv)}
+		d.idleErr, time.Since(since).Round(time.Millisecond), d.timeout, rv)}
 }

@@ -112,15 +112,11 @@ func (r *Reflector[T]) listPages(ctx context.Context, rv string) (string, error)
 func (r *Reflector[T]) pushItems(items []T) error {
 	ds := make([]fifo.Delta[T], 0, len(items))
 	for _, obj := range items {
-		e, err := r.opts.Prepare(fifo.Replaced, obj)
-		if err != nil && isLeftOut(obj, err) {
-			ds = append(ds, leftOut(obj))
-			continue
-		}
+		d, err := r.prepared(fifo.Replaced, obj)
 		if err != nil {
-			return refused(obj, err)
+			return err
 		}
-		ds = append(ds, fifo.Delta[T]{Type: fifo.Replaced, Entry: e})
+		ds = append(ds, d)
 	}
 	return r.push(ds)
 }

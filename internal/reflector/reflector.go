@@ -15,6 +15,7 @@ import (
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/fifo"
+	"github.com/typedinformer/informer/metrics"
 	"github.com/typedinformer/informer/source"
 )
 
@@ -61,10 +62,19 @@ type Options[T cache.Object] struct {
 	// Prepare turns an object from the source into the entry to queue, for
 	// a delta of type t (Added, Updated, Deleted or Replaced). An error
 	// refuses the object: the reflector reports it and relists after a
-	// backoff rather than move its resourceVersion past the object.
-	// Default: the entry of the object's key, refusing nil and nameless
-	// objects.
+	// backoff rather than move its resourceVersion past the object, unless
+	// PushRefused. Default: the entry of the object's key, refusing nil and
+	// nameless objects.
 	Prepare func(t fifo.DeltaType, obj T) (cache.Entry[T], error)
+	// PushRefused makes an object Prepare refuses, if it has a name, go to
+	// the sink as a Refused delta in its place, with Prepare's error, and
+	// the reflector goes on past it: the sink decides what a refusal means
+	// (an informer quarantines it). A nil or nameless object is refused
+	// all the same. Default: false.
+	PushRefused bool
+	// ErrWatchIdle is wrapped by the error reported for a watch stopped by
+	// WatchIdleTimeout. Default: an error of this package.
+	ErrWatchIdle error
 	// WatchIdleTimeout, if positive, stops a watch that delivers neither
 	// an event nor a bookmark for that long, once the source has sent a
 	// periodic bookmark (a server that sends none is never timed out),
@@ -74,24 +84,6 @@ type Options[T cache.Object] struct {
 	// Shard, if set, restricts the reflector to one shard (see Shard).
 	// Default: nil, the whole resource.
 	Shard *Shard[T]
-}
-
-// Stats counts what the reflector did.
-type Stats struct {
-	// Lists counts LIST requests (pages of one list count once); WatchLists
-	// counts streaming lists; Relists counts the lists and streaming lists
-	// after the first one that succeeded.
-	Lists, WatchLists, Relists int
-	// Watches counts watch requests besides streaming lists;
-	// WatchRestarts counts those that resumed a watch from its last
-	// resourceVersion, rather than following a list.
-	Watches, WatchRestarts int
-	// Events and Bookmarks count watch events taken.
-	Events, Bookmarks int
-	// Errors counts list and watch errors recovered from.
-	Errors int
-	// IdleWatches counts watches stopped by the idle timeout.
-	IdleWatches int
 }
 
 // Status is the reflector's view of its source.
@@ -106,9 +98,9 @@ type Status struct {
 	// cache may be stale. Zero when healthy.
 	StaleSince time.Time
 	// Stats are the reflector's counters.
-	Stats Stats
+	Stats metrics.Stats
 	// Shard is the state of the shard; zero without one.
-	Shard ShardStatus
+	Shard metrics.ShardStatus
 }
 
 // Reflector lists and watches a source into a sink.
@@ -162,6 +154,9 @@ func New[T cache.Object](src source.Source[T], sink Sink[T], opts Options[T]) *R
 	}
 	if opts.Prepare == nil {
 		opts.Prepare = keyEntry[T]
+	}
+	if opts.ErrWatchIdle == nil {
+		opts.ErrWatchIdle = errWatchIdle
 	}
 	b := wait.Backoff{Duration: DefaultBackoffInit, Cap: DefaultBackoffMax, Factor: 2, Jitter: 1, Steps: 64}
 	if opts.Backoff != nil {
@@ -217,7 +212,7 @@ func (r *Reflector[T]) Run(ctx context.Context) error {
 				r.record(err) // Run returns it: the caller gets it once, from Run
 				return err
 			}
-			r.report(ctx, err)
+			r.report(ctx, reportable(err))
 		}
 		if !r.sleep(ctx) {
 			break
@@ -238,7 +233,7 @@ func (r *Reflector[T]) Status() Status {
 	defer r.mu.Unlock()
 	return Status{
 		LastError: r.lastErr, LastErrorTime: r.lastErrTime, StaleSince: r.staleSince,
-		Stats: Stats{
+		Stats: metrics.Stats{
 			Lists: int(r.lists.Load()), Watches: int(r.watches.Load()), WatchRestarts: int(r.restarts.Load()), WatchLists: int(r.watchLists.Load()),
 			Relists: int(r.relists.Load()), Events: int(r.events.Load()), Bookmarks: int(r.bookmarks.Load()),
 			Errors: int(r.errCount.Load()), IdleWatches: int(r.idle.Load()),
@@ -395,6 +390,9 @@ func (r *Reflector[T]) pushOne(d fifo.Delta[T]) error {
 	return err
 }
 
+// errWatchIdle is the default of Options.ErrWatchIdle.
+var errWatchIdle = errors.New("reflector: watch idle")
+
 // errSinkClosed ends a run quietly: the consumer is gone.
 var errSinkClosed = errors.New("sink closed")
 
@@ -411,7 +409,7 @@ func (r *Reflector[T]) listAndWatch(ctx context.Context) error {
 		switch {
 		case ctx.Err() != nil || errors.Is(err, errSinkClosed):
 			return nil
-		case err != nil && isWriteError(err):
+		case err != nil && isRefusal(err):
 			return err
 		case err != nil:
 			klog.FromContext(ctx).V(3).Info("streaming list failed, falling back to LIST", "err", err)

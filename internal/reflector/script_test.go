@@ -443,10 +443,9 @@ func render(d podDelta) string {
 	case fifo.ReplaceEnd:
 		return "end@" + d.ResourceVersion
 	case fifo.Bookmark:
-		if LeftOut(&d) {
-			return "left out " + d.Key.Name + "@" + d.ResourceVersion
-		}
 		return "bookmark@" + d.ResourceVersion
+	case fifo.Refused:
+		return "refused " + d.Key.Name + "@" + d.ResourceVersion + ": " + d.Err.Error()
 	case fifo.Added:
 		return "add " + name(d.Object)
 	case fifo.Updated:
@@ -468,8 +467,7 @@ func name(p *corev1.Pod) string {
 
 // checkDeltas checks what any sequence of deltas must satisfy: Replaced and
 // ReplaceEnd only inside a list (after a ReplaceStart), watch deltas and
-// bookmarks only outside one, Deleted and the marks of objects left out
-// anywhere (a streaming list's initial events carry deletions); and no delta moves an object back to an older
+// bookmarks only outside one, Deleted and Refused anywhere (a streaming list's initial events carry deletions); and no delta moves an object back to an older
 // resourceVersion than one already handed over.
 func checkDeltas(t *testing.T, ds []podDelta) {
 	t.Helper()
@@ -485,7 +483,7 @@ func checkDeltas(t *testing.T, ds []podDelta) {
 			}
 			open = open && d.Type == fifo.Replaced
 		case fifo.Added, fifo.Updated, fifo.Bookmark:
-			if open && !LeftOut(&d) {
+			if open {
 				t.Errorf("delta %d %q inside a list", i, render(d))
 			}
 		}

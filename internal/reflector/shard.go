@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/metrics"
 )
 
 // Shard restricts a reflector to one shard of its resource: Selector is
@@ -26,18 +27,6 @@ import (
 type Shard[T cache.Object] struct {
 	Selector string
 	Contains func(T) bool
-}
-
-// ShardStatus is what the reflector knows about its shard.
-type ShardStatus struct {
-	// Selector is the shard selector sent; empty without a shard.
-	Selector string
-	// ClientFiltering is true when the last list did not echo the
-	// selector: the server ignored it and the client filters.
-	ClientFiltering bool
-	// Filtered counts the objects and events dropped on the client as
-	// outside the shard.
-	Filtered int
 }
 
 // shardState is the reflector's shard bookkeeping.
@@ -99,11 +88,11 @@ func (r *Reflector[T]) inShard(obj T) bool {
 }
 
 // shardStatus returns the shard part of the status.
-func (r *Reflector[T]) shardStatus() ShardStatus {
+func (r *Reflector[T]) shardStatus() metrics.ShardStatus {
 	if r.opts.Shard == nil {
-		return ShardStatus{}
+		return metrics.ShardStatus{}
 	}
-	return ShardStatus{
+	return metrics.ShardStatus{
 		Selector:        r.opts.Shard.Selector,
 		ClientFiltering: r.shard.clientFiltering.Load(),
 		Filtered:        int(r.shard.filtered.Load()),

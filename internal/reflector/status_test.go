@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/typedinformer/informer/metrics"
 )
 
 // wantStatus checks LastError (by identity), LastErrorTime and StaleSince;
@@ -123,7 +125,7 @@ func TestStatusLifecycle(t *testing.T) {
 			t.Errorf("Errors delivered (-want +got):\n%s", diff)
 		}
 		st := h.r.Status().Stats
-		wantStats := Stats{Lists: 3, Watches: 3, WatchRestarts: 2, Events: 1, Errors: 4} // the second and third watches resume from "10"
+		wantStats := metrics.Stats{Lists: 3, Watches: 3, WatchRestarts: 2, Events: 1, Errors: 4} // the second and third watches resume from "10"
 		if st != wantStats {
 			t.Errorf("Stats = %+v, want %+v", st, wantStats)
 		}

@@ -57,13 +57,13 @@ func (r *Reflector[T]) watch(ctx context.Context, w source.Watcher[T]) error {
 		case r.takeRelist():
 			klog.FromContext(ctx).V(2).Info("relist requested; relisting")
 			return nil
-		case errors.Is(err, ErrWatchIdle):
+		case errors.Is(err, r.opts.ErrWatchIdle):
 			// A stalled connection, not an overloaded server: watch again
 			// at once from the same resourceVersion (the stalled watch
 			// lasted the idle timeout, so this is no tight loop).
 			r.idle.Add(1)
 			r.report(ctx, err)
-		case err != nil && (isWriteError(err) || errors.Is(err, errSinkClosed)):
+		case err != nil && (isRefusal(err) || errors.Is(err, errSinkClosed)):
 			return err
 		case err != nil && needsRelist(err):
 			return r.unavailable(ctx, err)
@@ -205,20 +205,15 @@ func (r *Reflector[T]) apply(ev source.Event[T]) error {
 		r.advance(rv)
 		return nil
 	}
-	e, err := r.opts.Prepare(d.Type, ev.Object)
-	switch {
-	case err != nil && isLeftOut(ev.Object, err):
-		d = leftOut(ev.Object)
-	case err != nil:
-		return refused(ev.Object, err)
-	default:
-		d.Entry = e
-		var zero T
-		if e.Object == zero {
-			// A deletion by key alone (Prepare could not take its final
-			// state): the delta carries the event's version.
-			d.ResourceVersion = ev.Object.GetResourceVersion()
-		}
+	d, err := r.prepared(d.Type, ev.Object)
+	if err != nil {
+		return err
+	}
+	var zero T
+	if d.Type == fifo.Deleted && d.Object == zero {
+		// A deletion by key alone (Prepare could not take its final
+		// state): the delta carries the event's version.
+		d.ResourceVersion = ev.Object.GetResourceVersion()
 	}
 	if err := r.pushOne(d); err != nil {
 		return err
@@ -226,16 +221,6 @@ func (r *Reflector[T]) apply(ev source.Event[T]) error {
 	r.events.Add(1)
 	r.advance(ev.Object.GetResourceVersion())
 	return nil
-}
-
-// refused is the error for an object Prepare refused.
-func refused[T cache.Object](obj T, err error) error {
-	var zero T
-	var k cache.Key
-	if obj != zero {
-		k = cache.KeyOf(obj)
-	}
-	return &WriteError{Key: k, Err: err}
 }
 
 // checkObject rejects an event that must carry an object but carries the

@@ -68,7 +68,7 @@ func (r *Reflector[T]) watchList(ctx context.Context) (source.Watcher[T], error)
 			// Returned, not swallowed: with (nil, nil) the caller would go
 			// on to watch without a list.
 			return nil, err
-		case isWriteError(err):
+		case isRefusal(err):
 			return nil, err
 		case errors.Is(err, errNoProgress):
 			return nil, err // the caller reports it and lists instead
@@ -139,13 +139,9 @@ func (r *Reflector[T]) streamInitial(ctx context.Context, w source.Watcher[T]) (
 		default:
 			return "", malformedEvent("event type %q", ev.Type)
 		}
-		e, err := r.opts.Prepare(t, ev.Object)
-		d := fifo.Delta[T]{Type: t, Entry: e}
-		switch {
-		case err != nil && isLeftOut(ev.Object, err):
-			d = leftOut(ev.Object)
-		case err != nil:
-			return "", refused(ev.Object, err)
+		d, err := r.prepared(t, ev.Object)
+		if err != nil {
+			return "", err
 		}
 		if err := r.pushOne(d); err != nil {
 			return "", err

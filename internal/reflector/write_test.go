@@ -16,8 +16,8 @@ import (
 var errTransform = errors.New("transform refused the object")
 
 // An object that Options.Prepare refuses (here object "bad", once) is
-// reported as a *WriteError naming it and wrapping Prepare's error, and is
-// never pushed; the reflector relists after a backoff from the last RV the
+// reported with Prepare's own error (an informer's names the object), and
+// is never pushed; the reflector relists after a backoff from the last RV the
 // sink took: the resourceVersion never moves past the refused object.
 func TestPrepareErrorRelists(t *testing.T) {
 	tests := []struct {
@@ -136,11 +136,10 @@ func TestPrepareErrorRelists(t *testing.T) {
 				errs := h.errs
 				h.mu.Unlock()
 				if len(errs) != 1 {
-					t.Fatalf("Errors delivered %v, want one WriteError", errs)
+					t.Fatalf("Errors delivered %v, want one", errs)
 				}
-				var we *WriteError
-				if !errors.As(errs[0].err, &we) || we.Key != (cache.Key{Namespace: "ns", Name: "bad"}) || !errors.Is(errs[0].err, errTransform) {
-					t.Errorf("reported %v, want a *WriteError for ns/bad wrapping the Prepare error", errs[0].err)
+				if errs[0].err != errTransform {
+					t.Errorf("reported %v, want Prepare's error as it is", errs[0].err)
 				}
 				if errs[0].rv != tt.wantErrRV {
 					t.Errorf("LastSyncResourceVersion was %q when the object was refused, want %q (not past it)", errs[0].rv, tt.wantErrRV)
@@ -151,8 +150,8 @@ func TestPrepareErrorRelists(t *testing.T) {
 	}
 }
 
-// The default Prepare refuses an object without a name: a *WriteError
-// wrapping cache.ErrNoName, then a relist.
+// The default Prepare refuses an object without a name: cache.ErrNoName
+// is reported, then a relist.
 func TestDefaultPrepareRefusesNameless(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, opts{NoWatchList: true})
@@ -164,9 +163,8 @@ func TestDefaultPrepareRefusesNameless(t *testing.T) {
 			t.Fatalf("requests (-want +got):\n%s", diff)
 		}
 		errs := h.reported()
-		var we *WriteError
-		if len(errs) != 1 || !errors.As(errs[0], &we) || !errors.Is(errs[0], cache.ErrNoName) {
-			t.Errorf("Errors delivered %v, want one WriteError wrapping cache.ErrNoName", errs)
+		if len(errs) != 1 || errs[0] != cache.ErrNoName {
+			t.Errorf("Errors delivered %v, want cache.ErrNoName", errs)
 		}
 	})
 }

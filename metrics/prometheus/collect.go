@@ -90,11 +90,11 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(storeRVDesc, rv)
 		}
 		gauge(syncedDesc, bit(s.Synced))
-		counter(listsDesc, s.Lists)
-		counter(watchListsDesc, s.WatchLists)
-		counter(relistsDesc, s.Relists)
-		counter(watchesDesc, s.Watches)
-		counter(restartsDesc, s.WatchRestarts)
+		counter(listsDesc, s.Stats.Lists)
+		counter(watchListsDesc, s.Stats.WatchLists)
+		counter(relistsDesc, s.Stats.Relists)
+		counter(watchesDesc, s.Stats.Watches)
+		counter(restartsDesc, s.Stats.WatchRestarts)
 		gauge(lastErrorDesc, bit(s.LastError != nil))
 		last := s.LastEventTime
 		if last.IsZero() {
@@ -103,13 +103,13 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(sinceEventDesc, max(now.Sub(last), 0).Seconds())
 		gauge(quarantinedDesc, float64(s.Quarantined))
 		counter(refusedDesc, s.Refused)
-		counter(idleWatchesDesc, s.IdleWatches)
+		counter(idleWatchesDesc, s.Stats.IdleWatches)
 		counter(consistencyChecksDesc, s.ConsistencyChecks)
 		counter(divergencesDesc, s.Divergences)
 		counter(mutationsDesc, s.Mutations)
-		if s.Sharded {
-			gauge(shardClientDesc, bit(s.ShardClientFiltering))
-			counter(shardFilteredDesc, s.ShardFiltered)
+		if s.Shard.Selector != "" {
+			gauge(shardClientDesc, bit(s.Shard.ClientFiltering))
+			counter(shardFilteredDesc, s.Shard.Filtered)
 		}
 		for _, h := range s.Handlers {
 			hl := append(lv[:4:4], h.Name)

@@ -1,7 +1,6 @@
 package reflector
 
 import (
-	"fmt"
 	"testing"
 	"testing/synctest"
 
@@ -12,12 +11,13 @@ import (
 	"github.com/typedinformer/informer/fifo"
 )
 
-// An object whose Prepare error wraps ErrLeftOut is not refused: the sink
-// gets a mark in its place (a Bookmark delta with the object's key and
-// resourceVersion), in a watch, a LIST page or a streaming list alike; the
-// reflector moves past it with no error and no relist. A deletion Prepare
-// makes by key alone carries the event's resourceVersion.
-func TestPrepareLeavesOut(t *testing.T) {
+// With PushRefused, an object Prepare refuses is not refused by the
+// reflector: the sink gets a Refused delta in its place, with the object's
+// key and resourceVersion and Prepare's error, in a watch, a LIST page or
+// a streaming list alike; the reflector moves past it with no error and no
+// relist. A deletion Prepare makes by key alone carries the event's
+// resourceVersion.
+func TestPushRefused(t *testing.T) {
 	tests := []struct {
 		name          string
 		opts          opts
@@ -32,7 +32,7 @@ func TestPrepareLeavesOut(t *testing.T) {
 			lists:   []step{page("10", "", pod("a", "5"))},
 			watchs:  []step{hangs(added("bad", "11"), added("c", "12")).final()},
 			want:    []req{list("0", DefaultPageSize), watchAt("10")},
-			wantOps: []string{"start", "replaced a@5", "end@10", "left out bad@11", "add c@12"},
+			wantOps: []string{"start", "replaced a@5", "end@10", "refused bad@11: transform refused the object", "add c@12"},
 			wantRV:  "12",
 		},
 		{
@@ -41,14 +41,14 @@ func TestPrepareLeavesOut(t *testing.T) {
 			lists:   []step{page("10", "", pod("a", "5"), pod("bad", "6"), pod("b", "7"))},
 			watchs:  []step{hangs().final()},
 			want:    []req{list("0", DefaultPageSize), watchAt("10")},
-			wantOps: []string{"start", "replaced a@5", "left out bad@6", "replaced b@7", "end@10"},
+			wantOps: []string{"start", "replaced a@5", "refused bad@6: transform refused the object", "replaced b@7", "end@10"},
 			wantRV:  "10",
 		},
 		{
 			name:    "a streaming list",
 			watchs:  []step{hangs(added("a", "5"), added("bad", "6"), endBookmark("10"), added("c", "11")).final()},
 			want:    []req{streamAt("")},
-			wantOps: []string{"start", "replaced a@5", "left out bad@6", "end@10", "add c@11"},
+			wantOps: []string{"start", "replaced a@5", "refused bad@6: transform refused the object", "end@10", "add c@11"},
 			wantRV:  "11",
 		},
 		{
@@ -57,7 +57,7 @@ func TestPrepareLeavesOut(t *testing.T) {
 			lists:   []step{page("10", "", pod("bad", "5"))},
 			watchs:  []step{hangs(deleted("bad", "11")).final()},
 			want:    []req{list("0", DefaultPageSize), watchAt("10")},
-			wantOps: []string{"start", "left out bad@5", "end@10", "delete <nil>@11"},
+			wantOps: []string{"start", "refused bad@5: transform refused the object", "end@10", "delete <nil>@11"},
 			wantRV:  "11",
 		},
 	}
@@ -65,6 +65,7 @@ func TestPrepareLeavesOut(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				o := tt.opts
+				o.PushRefused = true
 				o.Prepare = func(dt fifo.DeltaType, p *corev1.Pod) (cache.Entry[*corev1.Pod], error) {
 					switch {
 					case p.Name != "bad":
@@ -72,7 +73,7 @@ func TestPrepareLeavesOut(t *testing.T) {
 					case dt == fifo.Deleted:
 						return cache.Entry[*corev1.Pod]{Key: cache.KeyOf(p)}, nil
 					}
-					return cache.Entry[*corev1.Pod]{}, fmt.Errorf("%w: %w", ErrLeftOut, errTransform)
+					return cache.Entry[*corev1.Pod]{}, errTransform
 				}
 				h := newHarness(t, o)
 				h.src.lists, h.src.watches = tt.lists, tt.watchs

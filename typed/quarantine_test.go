@@ -158,11 +158,11 @@ func checkReported(t *testing.T, errs *it.ErrSink, k cache.Key, n int) {
 	t.Helper()
 	var got []cache.Key
 	for _, err := range errs.All() {
-		var qe *typed.QuarantineError
+		var qe *typed.RefusedError
 		if errors.As(err, &qe) {
 			got = append(got, qe.Key)
-			if !errors.Is(err, typed.ErrQuarantined) || !strings.Contains(err.Error(), k.String()) {
-				t.Errorf("quarantine error %q: want ErrQuarantined and the key", err)
+			if !qe.Quarantined || !errors.Is(err, typed.ErrQuarantined) || !errors.Is(err, typed.ErrRefused) || !strings.Contains(err.Error(), k.String()) {
+				t.Errorf("quarantine error %q: want a quarantined *RefusedError, ErrQuarantined and the key", err)
 			}
 		}
 	}
