@@ -19,7 +19,6 @@ import (
 // ops after them. A pop op on an empty queue pops with a cancelled
 // context: it must return context.Canceled, or ErrClosed once closed.
 
-
 // ---- Queue ----
 
 type queueRunner struct {

@@ -95,7 +95,7 @@ func TestSnapshot(t *testing.T) {
 		want := httpinfo.InformerStatus{
 			Name: "shop-secrets", Synced: true, ResourceVersion: fake.ResourceVersion(), Objects: 5,
 			Registered: registered,
-			Counts: st,
+			Counts:     st,
 			Handlers: []httpinfo.HandlerStatus{
 				{Name: "plain", Synced: true, Pending: 3, Panics: 1},
 				{Name: "coalescing", Pending: 2, Merged: &seven},

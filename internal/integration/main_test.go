@@ -27,8 +27,8 @@ import (
 	it "github.com/typedinformer/informer/internal/informertest"
 	"github.com/typedinformer/informer/internal/leakcheck"
 	"github.com/typedinformer/informer/internal/testcluster"
-	"github.com/typedinformer/informer/source"
 	"github.com/typedinformer/informer/metrics"
+	"github.com/typedinformer/informer/source"
 	"github.com/typedinformer/informer/typed"
 )
 
