@@ -44,6 +44,12 @@ const (
 	// name it (Object is the zero T) and Err says why. The consumer
 	// decides what a refusal means (an informer quarantines the object).
 	Refused
+	// Moved marks where the producer moved to another part of the
+	// resource (an informer's shard changed): the deltas before it are of
+	// the old part, those after it of the new one. It carries nothing;
+	// which objects the consumer keeps is its own configuration (an
+	// informer drops the objects outside its new shard here).
+	Moved
 )
 
 // String returns the type's name ("Added", "ReplaceEnd", ...).
@@ -67,6 +73,8 @@ func (t DeltaType) String() string {
 		return "Bookmark"
 	case Refused:
 		return "Refused"
+	case Moved:
+		return "Moved"
 	}
 	return "DeltaType(" + strconv.Itoa(int(t)) + ")"
 }

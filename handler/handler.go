@@ -35,6 +35,12 @@ type Deleted[T cache.Object] struct {
 	// that no longer had the object: the deletion happened while the watch
 	// was down, and Object may be older than the object's last state.
 	FinalStateUnknown bool
+	// MovedOut is set when the object was not deleted but left the
+	// informer's shard (package sharding moves a replica's informer to
+	// another range): another replica handles it now. Drop what is kept
+	// for it; do not act on it as gone. A MovedOut deletion may come for an
+	// object whose Add the move overtook (the handler never had it).
+	MovedOut bool
 }
 
 // Funcs is a Handler built from functions; nil functions are skipped.

@@ -123,6 +123,10 @@ type ShardStatus struct {
 	// Filtered counts the listed objects and watch events dropped on the
 	// client as outside the shard.
 	Filtered int `json:"filtered,omitempty"`
+	// Synced is true while the cache holds a list of the current shard:
+	// false until the first list, and from a move to another shard
+	// (typed.Informer.Move) until that shard's list is in the cache.
+	Synced bool `json:"synced,omitempty"`
 }
 
 // Snapshot is an informer's state at one moment.

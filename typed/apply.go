@@ -33,6 +33,7 @@ type applier[T cache.Object] struct {
 	heldChanged bool
 	listRefused map[cache.Key]refusal
 	rev         uint64 // the store's revision after the last write
+	moves       uint64 // Moved deltas handled
 }
 
 // run applies deltas until ctx ends or the queue is closed.
@@ -109,6 +110,8 @@ func (a *applier[T]) take(d *fifo.Delta[T]) {
 	case fifo.Sync:
 		a.flush()
 		a.resync()
+	case fifo.Moved:
+		a.moveOut()
 	}
 }
 
@@ -273,6 +276,7 @@ func (a *applier[T]) applyList() {
 		a.inf.listedRev.Store(rev)
 	}
 	a.dispatch(rev, first)
+	a.inf.shardListed.Store(true)
 	if first {
 		a.synced = true
 		close(a.inf.synced)

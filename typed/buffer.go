@@ -71,7 +71,7 @@ type HandlerOptions struct {
 
 // notifyReplace is a pending Delete of one object then an Add of another
 // of the same key and another UID: the pair CoalesceByKey keeps apart. Its
-// old and fsu are the Delete's, obj and initial the Add's.
+// old, fsu and moved are the Delete's, obj and initial the Add's.
 const notifyReplace notifyKind = notifySynced + 1
 
 // mergeResult says what merge did with a notification.
@@ -130,7 +130,7 @@ func merge[T cache.Object](p *notification[T], n notification[T]) mergeResult {
 		case notifyReplace:
 			// The new object was never delivered: only the Delete of
 			// the one the handler holds is left.
-			*p = notification[T]{kind: notifyDelete, key: n.key, fsu: p.fsu, obj: p.old}
+			*p = notification[T]{kind: notifyDelete, key: n.key, fsu: p.fsu, moved: p.moved, obj: p.old}
 			return unpaired
 		}
 		had := n.old // the cached object the Delete removed
@@ -145,7 +145,7 @@ func merge[T cache.Object](p *notification[T], n notification[T]) mergeResult {
 			if o, c := p.obj.GetUID(), n.obj.GetUID(); o != "" && c != "" && o != c {
 				// Another object under the name: the handler hears the
 				// Delete, then the Add.
-				*p = notification[T]{kind: notifyReplace, key: n.key, fsu: p.fsu, old: p.obj, obj: n.obj, initial: n.initial}
+				*p = notification[T]{kind: notifyReplace, key: n.key, fsu: p.fsu, moved: p.moved, old: p.obj, obj: n.obj, initial: n.initial}
 				return split
 			}
 			// Gone and back: an Update from what the handler holds.
@@ -191,6 +191,7 @@ func (l *listener[T]) compactLocked() {
 // and keeps merging.
 func (l *listener[T]) runCoalesced() {
 	for {
+		l.notePassed()
 		l.mu.Lock()
 		for l.head < len(l.buf) && l.buf[l.head].kind == 0 {
 			l.head++
@@ -211,7 +212,7 @@ func (l *listener[T]) runCoalesced() {
 		if n.kind == notifyReplace {
 			// The Delete now; the Add stays pending and keeps merging.
 			l.buf[l.head] = notification[T]{kind: notifyAdd, key: n.key, obj: n.obj, initial: n.initial}
-			n = notification[T]{kind: notifyDelete, key: n.key, obj: n.old, fsu: n.fsu}
+			n = notification[T]{kind: notifyDelete, key: n.key, obj: n.old, fsu: n.fsu, moved: n.moved}
 		} else {
 			l.buf[l.head] = notification[T]{}
 			l.head++
@@ -225,6 +226,10 @@ func (l *listener[T]) runCoalesced() {
 		}
 		if n.kind == notifySynced {
 			close(l.synced)
+			continue
+		}
+		if !l.admits(&n) {
+			l.depth.Add(-1)
 			continue
 		}
 		l.call(&n)

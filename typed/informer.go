@@ -88,6 +88,15 @@ type Informer[T cache.Object] struct {
 	mutations  *mutationDetector[T]
 	strs       *intern.Interner[T] // nil: strings are not shared (intern.go)
 
+	// Moves of a sharded informer (move.go): what it holds on to, the
+	// Moved deltas the writer has handled, and whether the cache holds a
+	// list of the current shard.
+	moving      sync.Mutex // serialises Move
+	fenceGen    uint64     // under mu
+	keep        atomic.Pointer[keeper[T]]
+	moves       progress
+	shardListed atomic.Bool
+
 	mu        sync.Mutex
 	state     state
 	regs      map[*Registration]*listener[T]

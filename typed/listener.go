@@ -28,6 +28,7 @@ type notification[T cache.Object] struct {
 	kind    notifyKind
 	initial bool // an Add of the initial list
 	fsu     bool // Delete with final state unknown
+	moved   bool // Delete of an object moved out of the informer's shard (move.go)
 	key     cache.Key
 	old     T
 	obj     T
@@ -73,13 +74,19 @@ type listener[T cache.Object] struct {
 	removed  atomic.Bool
 	depth    atomic.Int64
 	panics   atomic.Int64
+
+	// The fence of a sharded informer (move.go): the objects the handler
+	// may still hear about, and the last fence the listener decided under.
+	fence    atomic.Pointer[keeper[T]]
+	passed   atomic.Uint64
+	passedCh chan struct{} // closed and replaced when passed moves; under mu
 }
 
 func newListener[T cache.Object](h handler.Handler[T], name string, onPanic func(error), opts HandlerOptions) *listener[T] {
 	l := &listener[T]{
 		h: h, name: name, onPanic: onPanic, policy: opts.Buffer, size: opts.Size,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), synced: make(chan struct{}),
-		room: make(chan struct{}, 1),
+		room: make(chan struct{}, 1), passedCh: make(chan struct{}),
 	}
 	if l.size <= 0 {
 		l.size = DefaultBufferSize
@@ -189,6 +196,7 @@ func (l *listener[T]) run() {
 		return
 	}
 	for {
+		l.notePassed()
 		l.mu.Lock()
 		batch := l.buf
 		l.buf = l.spare[:0]
@@ -207,6 +215,10 @@ func (l *listener[T]) run() {
 			}
 			if n.kind == notifySynced {
 				close(l.synced)
+				continue
+			}
+			if !l.admits(n) {
+				l.depth.Add(-1)
 				continue
 			}
 			l.call(n)
@@ -241,7 +253,7 @@ func (l *listener[T]) call(n *notification[T]) {
 	case notifyUpdate:
 		l.h.OnUpdate(n.old, n.obj)
 	case notifyDelete:
-		l.h.OnDelete(handler.Deleted[T]{Object: n.obj, Key: n.key, FinalStateUnknown: n.fsu})
+		l.h.OnDelete(handler.Deleted[T]{Object: n.obj, Key: n.key, FinalStateUnknown: n.fsu, MovedOut: n.moved})
 	}
 }
 

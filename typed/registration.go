@@ -95,6 +95,9 @@ func (inf *Informer[T]) AddHandlerWithOptions(h handler.Handler[T], opts Handler
 		name = fmt.Sprintf("%s#%d", inf.name, inf.nextID)
 	}
 	l := newListener(h, name, inf.reportPanic, opts)
+	if k := inf.keep.Load(); k != nil {
+		l.fence.Store(k) // Move sets it under mu too
+	}
 	hs := append(slices.Clone(*inf.handlers.Load()), l)
 	inf.handlers.Store(&hs)
 	reg := &Registration{l: boundListener[T]{listener: l, inf: inf}}

@@ -2,9 +2,6 @@ package typed
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/typedinformer/informer/cache"
-	"github.com/typedinformer/informer/internal/reflector"
 )
 
 // Shard restricts an informer to one shard of its resource, as the API
@@ -25,12 +22,4 @@ type Shard interface {
 	// Contains reports whether obj belongs to the shard: the check the
 	// server makes for Selector.
 	Contains(obj metav1.Object) bool
-}
-
-// reflectorShard is opts.Shard as the reflector takes it.
-func reflectorShard[T cache.Object](s Shard) *reflector.Shard[T] {
-	if s == nil {
-		return nil
-	}
-	return &reflector.Shard[T]{Selector: s.Selector(), Contains: func(obj T) bool { return s.Contains(obj) }}
 }

@@ -202,6 +202,9 @@ type Status struct {
 // Status returns the informer's status.
 func (inf *Informer[T]) Status() Status {
 	s := inf.refl.Status()
+	if s.Shard.Selector != "" {
+		s.Shard.Synced = inf.shardListed.Load()
+	}
 	return Status{LastError: s.LastError, LastErrorTime: s.LastErrorTime, StaleSince: s.StaleSince,
 		LastEventTime: inf.lastEventTime(), Stats: s.Stats, Shard: s.Shard,
 		Quarantined: inf.poison.list(), Checks: inf.checks()}

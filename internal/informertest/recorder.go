@@ -22,6 +22,7 @@ type Event struct {
 	RV      string
 	UID     types.UID
 	FSU     bool
+	Moved   bool // a deletion that says the object moved out of the shard
 	Initial bool
 }
 
@@ -121,7 +122,7 @@ func (r *ObjectRecorder[T]) Handler() handler.Funcs[T] {
 				r.violate("%v: Delete of an object with key %v", d.Key, k)
 			}
 			delete(r.have, d.Key)
-			r.record(d.Key, Event{Kind: "delete", RV: d.Object.GetResourceVersion(), UID: d.Object.GetUID(), FSU: d.FinalStateUnknown})
+			r.record(d.Key, Event{Kind: "delete", RV: d.Object.GetResourceVersion(), UID: d.Object.GetUID(), FSU: d.FinalStateUnknown, Moved: d.MovedOut})
 		},
 	}
 }

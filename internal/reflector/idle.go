@@ -52,20 +52,13 @@ func (r *Reflector[T]) CheckRequest(opts metav1.ListOptions) metav1.ListOptions 
 	return r.request(opts)
 }
 
-// InScope reports whether obj is one the reflector hands over: in its
-// shard, if it has one. Unlike the filtering of lists and events, it
-// counts nothing.
-func (r *Reflector[T]) InScope(obj T) bool {
-	return r.opts.Shard == nil || r.opts.Shard.Contains(obj)
-}
-
 // setCurrent records the watch being consumed, so that Relist can stop it;
 // it returns false if a relist is wanted: the watch must not be consumed.
 func (r *Reflector[T]) setCurrent(w source.Watcher[T]) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.current = w
-	return w == nil || !r.relistWanted
+	return w == nil || (!r.relistWanted && r.pending == nil)
 }
 
 // takeRelist reports, and clears, a relist asked for by Relist.

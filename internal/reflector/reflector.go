@@ -138,7 +138,15 @@ type Reflector[T cache.Object] struct {
 
 	lists, watches, restarts, watchLists, relists, events, bookmarks, errCount atomic.Int64
 
-	shard shardState
+	// Moves (shard.go): asked for by Move under mu, taken by Run.
+	shard    shardState[T]
+	pending  *move[T]      // under mu
+	moveGen  uint64        // moves asked for; under mu
+	movedGen uint64        // the last move taken; under mu
+	marks    uint64        // Moved deltas pushed; under mu
+	moved    chan struct{} // closed and replaced when a move is taken; under mu
+	wakeMove chan struct{} // wakes a paused Run
+	paused   bool          // Run's goroutine only
 }
 
 // New returns a reflector that feeds sink from src.
@@ -162,14 +170,18 @@ func New[T cache.Object](src source.Source[T], sink Sink[T], opts Options[T]) *R
 	if opts.Backoff != nil {
 		b = *opts.Backoff
 	}
-	return &Reflector[T]{
+	r := &Reflector[T]{
 		src: src, sink: sink, opts: opts,
 		backoff:     b,
 		initial:     b,
 		errs:        make(chan error, errorBuffer),
 		noWatchList: opts.NoWatchList || opts.Shard != nil,
 		changed:     make(chan struct{}),
+		moved:       make(chan struct{}),
+		wakeMove:    make(chan struct{}, 1),
 	}
+	r.shard.current.Store(opts.Shard)
+	return r
 }
 
 // request returns opts as Options.Tweak changes them.
@@ -203,6 +215,9 @@ func (r *Reflector[T]) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("reflector", r.opts.Name)
 	ctx = klog.NewContext(ctx, logger)
 	for ctx.Err() == nil {
+		if !r.takeMove(ctx) {
+			break
+		}
 		err := r.listAndWatch(ctx)
 		if ctx.Err() != nil {
 			break
@@ -213,6 +228,9 @@ func (r *Reflector[T]) Run(ctx context.Context) error {
 				return err
 			}
 			r.report(ctx, reportable(err))
+		}
+		if r.movePending() {
+			continue // a move lists its new shard at once
 		}
 		if !r.sleep(ctx) {
 			break

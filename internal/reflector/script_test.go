@@ -444,6 +444,8 @@ func render(d podDelta) string {
 		return "end@" + d.ResourceVersion
 	case fifo.Bookmark:
 		return "bookmark@" + d.ResourceVersion
+	case fifo.Moved:
+		return "Moved"
 	case fifo.Refused:
 		return "refused " + d.Key.Name + "@" + d.ResourceVersion + ": " + d.Err.Error()
 	case fifo.Added:

@@ -54,6 +54,8 @@ func (r *Reflector[T]) watch(ctx context.Context, w source.Watcher[T]) error {
 		switch {
 		case ctx.Err() != nil:
 			return nil
+		case r.movePending():
+			return nil // Run takes the move, then lists the new shard
 		case r.takeRelist():
 			klog.FromContext(ctx).V(2).Info("relist requested; relisting")
 			return nil
