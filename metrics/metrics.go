@@ -161,6 +161,32 @@ type Snapshot struct {
 	ConsistencyChecks, Divergences, Mutations int
 }
 
+// Replica is one replica's state in a group that shards a resource (a
+// sharding.Informer's status), what a metrics library exports of it.
+type Replica struct {
+	// Identity is the replica's identity in its group.
+	Identity string
+	// Active is true while the replica's informer handles a range.
+	Active bool
+	// RangeStart and RangeEnd bound the hashes of the replica's range,
+	// [RangeStart, RangeEnd), with RangeEnd 0 for 2^64; zero while not
+	// Active.
+	RangeStart, RangeEnd uint64
+	// Objects is the number of objects the replica's informer holds.
+	Objects int
+	// Events counts the watch events of the replica's shards it took.
+	Events int64
+	// Reshards counts the ranges started after the first; LastReshard is
+	// when the last one started.
+	Reshards    int
+	LastReshard time.Time
+	// HandoffGap is how long the last range started after another replica
+	// gave up (part of) it (its release, or its Lease's expiry);
+	// HandoffGapKnown is false when no such release was seen.
+	HandoffGap      time.Duration
+	HandoffGapKnown bool
+}
+
 // Handler is the state of one of an informer's handlers.
 type Handler struct {
 	// Name is the handler's name, unique within its informer.

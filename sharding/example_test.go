@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/typedinformer/informer/handler"
 	"github.com/typedinformer/informer/sharding"
 	"github.com/typedinformer/informer/source/sourcetest"
 )
@@ -81,8 +82,8 @@ func ExampleNewInformer() {
 	if err != nil {
 		panic(err)
 	}
-	_ = inf.AddHandler(sharding.Funcs[*corev1.Pod]{
-		DeleteFunc: func(d sharding.Deleted[*corev1.Pod]) {
+	_, _ = inf.AddHandler(handler.Funcs[*corev1.Pod]{
+		DeleteFunc: func(d handler.Deleted[*corev1.Pod]) {
 			if d.MovedOut {
 				return // another replica has it now
 			}
@@ -96,7 +97,7 @@ func ExampleNewInformer() {
 		panic(err)
 	}
 	st := inf.Status()
-	fmt.Println(st.Identity, st.Range, st.Objects, "objects; client filtering:", st.Informer.Shard.ClientFiltering)
+	fmt.Println(st.Identity, st.Range(), st.Objects, "objects; client filtering:", st.Informer.Shard.ClientFiltering)
 	cancel()
 	fmt.Println(<-done)
 	// Output:

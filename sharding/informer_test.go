@@ -15,11 +15,12 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/handler"
 	"github.com/typedinformer/informer/sharding"
 	"github.com/typedinformer/informer/source/sourcetest"
 )
 
-// recorder is a sharding.Handler that keeps what it was told.
+// recorder is a handler that keeps what it was told.
 type recorder struct {
 	mu       sync.Mutex
 	objs     map[cache.Key]bool
@@ -43,7 +44,7 @@ func (r *recorder) OnUpdate(_, p *corev1.Pod) {
 	r.objs[cache.KeyOf(p)] = true
 }
 
-func (r *recorder) OnDelete(d sharding.Deleted[*corev1.Pod]) {
+func (r *recorder) OnDelete(d handler.Deleted[*corev1.Pod]) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.objs, d.Key)
@@ -95,7 +96,7 @@ func startReplica(t *testing.T, cs *fake.Clientset, src *sourcetest.Fake[*corev1
 		t.Fatal(err)
 	}
 	r := &replica{inf: inf, rec: newRecorder(), done: make(chan error, 1)}
-	if err := inf.AddHandler(r.rec); err != nil {
+	if _, err := inf.AddHandler(r.rec); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -157,7 +158,7 @@ func TestReshard(t *testing.T) {
 	})
 	sa, sb := a.inf.Status(), b.inf.Status()
 	wantRanges, _ := sharding.Split(1, 1)
-	if diff := cmp.Diff(wantRanges, []sharding.Range{sa.Range, sb.Range}); diff != "" {
+	if diff := cmp.Diff(wantRanges, []sharding.Range{sa.Range(), sb.Range()}); diff != "" {
 		t.Errorf("ranges (-want +got):\n%s", diff)
 	}
 	if !sb.Informer.Shard.ClientFiltering {
@@ -178,7 +179,7 @@ func TestReshard(t *testing.T) {
 	if diff := cmp.Diff(all, a.rec.keys()); diff != "" {
 		t.Errorf("a's pods (-want +got):\n%s", diff)
 	}
-	if got := a.inf.Status().Range; got != sharding.Full {
+	if got := a.inf.Status().Range(); got != sharding.Full {
 		t.Errorf("a's range is %v, want the whole space", got)
 	}
 }

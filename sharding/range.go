@@ -94,6 +94,18 @@ func (r Range) Overlaps(o Range) bool {
 	return (o.End == 0 || r.Start < o.End) && (r.End == 0 || o.Start < r.End)
 }
 
+// Intersect returns the hashes r and o have in common, nil if none.
+func (r Range) Intersect(o Range) *Range {
+	if !r.Overlaps(o) {
+		return nil
+	}
+	out := Range{Start: max(r.Start, o.Start), End: r.End}
+	if r.End == 0 || (o.End != 0 && o.End < r.End) {
+		out.End = o.End
+	}
+	return &out
+}
+
 // Fraction is the share of the hash space r covers, in [0, 1].
 func (r Range) Fraction() float64 {
 	n := r.End - r.Start // wraps to the right size for End 0

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/handler"
 	"github.com/typedinformer/informer/sharding"
 	"github.com/typedinformer/informer/source"
 )
@@ -141,7 +142,7 @@ func printShares(out io.Writer, n int, shards ...*shard) {
 		if st.HandoffGapKnown {
 			gap = "handoff gap " + st.HandoffGap.Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(out, "  %s: %5d pods (%5.1f%%) range %v %s, %s\n", s.id, held, 100*float64(held)/float64(n), st.Range, filter, gap)
+		fmt.Fprintf(out, "  %s: %5d pods (%5.1f%%) range %v %s, %s\n", s.id, held, 100*float64(held)/float64(n), st.Range(), filter, gap)
 	}
 }
 
@@ -163,7 +164,7 @@ func startShard(ctx context.Context, cs kubernetes.Interface, cfg config, id str
 		return nil, err
 	}
 	s := &shard{id: id, inf: inf, held: map[cache.Key]bool{}, done: make(chan error, 1)}
-	err = inf.AddHandler(sharding.Funcs[*corev1.Pod]{
+	_, err = inf.AddHandler(handler.Funcs[*corev1.Pod]{
 		AddFunc: func(p *corev1.Pod, _ bool) { s.mu.Lock(); s.held[cache.KeyOf(p)] = true; s.mu.Unlock() },
 		UpdateFunc: func(o, p *corev1.Pod) {
 			s.mu.Lock()
@@ -172,7 +173,7 @@ func startShard(ctx context.Context, cs kubernetes.Interface, cfg config, id str
 			}
 			s.mu.Unlock()
 		},
-		DeleteFunc: func(d sharding.Deleted[*corev1.Pod]) { s.mu.Lock(); delete(s.held, d.Key); s.mu.Unlock() },
+		DeleteFunc: func(d handler.Deleted[*corev1.Pod]) { s.mu.Lock(); delete(s.held, d.Key); s.mu.Unlock() },
 	})
 	if err != nil {
 		return nil, err
@@ -189,10 +190,9 @@ func waitCovered(ctx context.Context, n int, shards ...*shard) error {
 	return waitFor(ctx, func() bool {
 		seen := map[cache.Key]bool{}
 		for _, s := range shards {
-			// Active, and the range's informer has its list: only then
+			// Active, and the informer has the range's list: only then
 			// does its status say whether the server applied the shard
-			// selector (the handlers may hold a new range's objects
-			// before, as the old informer hands them over).
+			// selector.
 			if st := s.inf.Status(); !st.Active || !st.Synced {
 				return false
 			}

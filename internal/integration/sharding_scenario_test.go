@@ -99,7 +99,7 @@ func shardScenario(t *testing.T, c *testcluster.Cluster, gateOn bool) {
 	s0, s2 := rs[0].inf.Status(), rs[2].inf.Status()
 	t.Logf("kill: replica-0 and replica-2 cover all %d pods %v after replica-1 stopped renewing (lease %v); handoff gap after the claim ended: replica-0 %v (known %v), replica-2 %v (known %v); ranges %v %v",
 		len(want), d.Round(time.Millisecond), shardLease, s0.HandoffGap.Round(time.Millisecond), s0.HandoffGapKnown,
-		s2.HandoffGap.Round(time.Millisecond), s2.HandoffGapKnown, s0.Range, s2.Range)
+		s2.HandoffGap.Round(time.Millisecond), s2.HandoffGapKnown, s0.Range(), s2.Range())
 	checkShares(t, "after the kill", len(want), rs[0], rs[2])
 
 	// Add it back: the ranges rebalance to thirds.

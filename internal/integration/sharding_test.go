@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/handler"
 	"github.com/typedinformer/informer/internal/leakcheck"
 	"github.com/typedinformer/informer/internal/testcluster"
 	"github.com/typedinformer/informer/sharding"
@@ -100,7 +101,7 @@ func startShardReplica(t *testing.T, cs kubernetes.Interface, ns, id string, kil
 		t.Fatal(err)
 	}
 	r := &shardReplica{id: id, inf: inf, held: map[cache.Key]types.UID{}, done: make(chan error, 1)}
-	err = inf.AddHandler(sharding.Funcs[*corev1.Pod]{
+	_, err = inf.AddHandler(handler.Funcs[*corev1.Pod]{
 		AddFunc: func(p *corev1.Pod, _ bool) {
 			r.mu.Lock()
 			r.held[cache.KeyOf(p)] = p.UID
@@ -114,7 +115,7 @@ func startShardReplica(t *testing.T, cs kubernetes.Interface, ns, id string, kil
 			}
 			r.mu.Unlock()
 		},
-		DeleteFunc: func(d sharding.Deleted[*corev1.Pod]) {
+		DeleteFunc: func(d handler.Deleted[*corev1.Pod]) {
 			r.mu.Lock()
 			delete(r.held, d.Key)
 			if d.MovedOut {
@@ -289,19 +290,15 @@ func checkShares(t *testing.T, what string, n int, rs ...*shardReplica) {
 		got := len(r.keys())
 		share := float64(got) / float64(n)
 		want := 1 / float64(len(rs))
-		t.Logf("%s: %s holds %d of %d pods (%.1f%%), range %v", what, r.id, got, n, 100*share, r.inf.Status().Range)
+		t.Logf("%s: %s holds %d of %d pods (%.1f%%), range %v", what, r.id, got, n, 100*share, r.inf.Status().Range())
 		if share < want*0.9 || share > want*1.1 {
 			t.Errorf("%s: %s holds %.1f%% of the pods, want %.1f%% +- 10%%", what, r.id, 100*share, 100*want)
 		}
-		// After a reshard the handlers hold the new range's objects as
-		// soon as the old informer stopped; the new one's cache fills
-		// once its list lands.
-		cached := -1 // no informer
+		// The handlers hear of the range's objects as the cache takes
+		// them: once the range's list is in, both hold the same.
+		var cached int
 		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			cached = -1
-			if cur := r.inf.Current(); cur != nil {
-				cached = cur.Store().Len()
-			}
+			cached = r.inf.Informer().Store().Len()
 			if cached == got || time.Now().After(deadline) {
 				break
 			}

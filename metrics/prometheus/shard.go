@@ -6,16 +6,16 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/typedinformer/informer/sharding"
+	"github.com/typedinformer/informer/metrics"
 )
 
 // ErrNilShard is returned by RegisterShard for a nil informer.
 var ErrNilShard = errors.New("prometheus: nil sharded informer")
 
-// ShardStatuser reports a sharded informer's status: a
-// *sharding.Informer of any type.
+// ShardStatuser reports a sharded replica's state: a *sharding.Informer
+// of any type has it.
 type ShardStatuser interface {
-	Status() sharding.Status
+	Replica() metrics.Replica
 }
 
 var (
@@ -74,7 +74,7 @@ func (c shardCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c shardCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.inf.Status()
+	st := c.inf.Replica()
 	lv := []string{c.name, st.Identity}
 	gauge := func(d *prometheus.Desc, v float64) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
@@ -83,8 +83,8 @@ func (c shardCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, lv...)
 	}
 	gauge(shardActiveDesc, bit(st.Active))
-	gauge(shardStartDesc, float64(st.Range.Start)/(1<<64))
-	gauge(shardSizeDesc, st.Range.Fraction())
+	gauge(shardStartDesc, float64(st.RangeStart)/(1<<64))
+	gauge(shardSizeDesc, fraction(st.RangeStart, st.RangeEnd, st.Active))
 	gauge(shardObjectsDesc, float64(st.Objects))
 	counter(shardEventsDesc, float64(st.Events))
 	counter(shardReshardsDesc, float64(st.Reshards))
@@ -94,4 +94,16 @@ func (c shardCollector) Collect(ch chan<- prometheus.Metric) {
 	if st.HandoffGapKnown {
 		gauge(shardGapDesc, st.HandoffGap.Seconds())
 	}
+}
+
+// fraction is the share of the hash space [start, end) covers, with end 0
+// for 2^64; 0 for a replica without a range.
+func fraction(start, end uint64, active bool) float64 {
+	if !active {
+		return 0
+	}
+	if start == 0 && end == 0 {
+		return 1
+	}
+	return float64(end-start) / (1 << 64) // end 0: wraps to the right size
 }

@@ -8,38 +8,38 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/typedinformer/informer/metrics"
 	promadapter "github.com/typedinformer/informer/metrics/prometheus"
-	"github.com/typedinformer/informer/sharding"
 )
 
-// staticShard reports a fixed status.
-type staticShard struct{ st sharding.Status }
+// staticShard reports a fixed state.
+type staticShard struct{ st metrics.Replica }
 
-func (s staticShard) Status() sharding.Status { return s.st }
+func (s staticShard) Replica() metrics.Replica { return s.st }
 
 func TestRegisterShard(t *testing.T) {
 	at := time.Unix(1700000000, 0)
-	thirds, err := sharding.Split(1, 1, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	tests := []struct {
 		name string
-		st   sharding.Status
+		st   metrics.Replica
 		want map[string]float64
 	}{
-		{"active after a handoff", sharding.Status{Identity: "r-1", Range: sharding.Range{Start: 1 << 62, End: 1 << 63}, Active: true,
+		{"active after a handoff", metrics.Replica{Identity: "r-1", RangeStart: 1 << 62, RangeEnd: 1 << 63, Active: true,
 			Objects: 7, Events: 12, Reshards: 2, LastReshard: at, HandoffGap: 40 * time.Millisecond, HandoffGapKnown: true},
 			map[string]float64{
 				"informer_shard_active": 1, "informer_shard_range_start_fraction": 0.25, "informer_shard_range_fraction": 0.25,
 				"informer_shard_objects": 7, "informer_shard_events_total": 12, "informer_shard_reshards_total": 2,
 				"informer_shard_last_reshard_timestamp_seconds": 1700000000, "informer_shard_handoff_gap_seconds": 0.04,
 			}},
-		{"last third, before any handoff", sharding.Status{Identity: "r-2", Range: thirds[2]},
+		{"the last half, active", metrics.Replica{Identity: "r-2", RangeStart: 1 << 63, Active: true},
 			map[string]float64{
-				"informer_shard_active": 0, "informer_shard_range_start_fraction": float64(thirds[2].Start) / (1 << 64),
-				"informer_shard_range_fraction": thirds[2].Fraction(),
-				"informer_shard_objects":        0, "informer_shard_events_total": 0, "informer_shard_reshards_total": 0,
+				"informer_shard_active": 1, "informer_shard_range_start_fraction": 0.5, "informer_shard_range_fraction": 0.5,
+				"informer_shard_objects": 0, "informer_shard_events_total": 0, "informer_shard_reshards_total": 0,
+			}},
+		{"no range yet", metrics.Replica{Identity: "r-3"},
+			map[string]float64{
+				"informer_shard_active": 0, "informer_shard_range_start_fraction": 0, "informer_shard_range_fraction": 0,
+				"informer_shard_objects": 0, "informer_shard_events_total": 0, "informer_shard_reshards_total": 0,
 			}},
 	}
 	for _, tt := range tests {
@@ -101,7 +101,7 @@ func TestRegisterShardErrors(t *testing.T) {
 func ExampleRegisterShard() {
 	reg := prometheus.NewRegistry()
 	// A *sharding.Informer in a real program; here a fixed status.
-	inf := staticShard{sharding.Status{Identity: "replica-0", Range: sharding.Range{End: 1 << 63}, Active: true, Objects: 1500}}
+	inf := staticShard{metrics.Replica{Identity: "replica-0", RangeEnd: 1 << 63, Active: true, Objects: 1500}}
 	if err := promadapter.RegisterShard(reg, "pods", inf); err != nil {
 		panic(err)
 	}
