@@ -27,10 +27,6 @@ var (
 	// SetTransform on a view without Options.Hooks: the informer's error
 	// handler and transform were fixed when it was built.
 	ErrNoHooks = errors.New("clientgo: the informer's error handler and transform are fixed at construction (see Options.Hooks)")
-	// ErrStarted is wrapped by the error of SetWatchErrorHandler and
-	// SetTransform once the informer has started, as client-go refuses
-	// them then.
-	ErrStarted = errors.New("clientgo: informer has already started")
 	// ErrWrongType is wrapped by the error for an object that is not of
 	// the informer's type where one is needed: given to an index function
 	// of the informer's, or returned by a transform.
@@ -220,7 +216,7 @@ func (v *view[T]) SetWatchErrorHandler(h clientcache.WatchErrorHandler) error {
 // passes every list and watch error of the informer to (nil: client-go's
 // DefaultWatchErrorHandler). The handler gets a Reflector that names the
 // informer but never runs. It fails without Options.Hooks (ErrNoHooks) and
-// once the informer has started (ErrStarted), as client-go's does.
+// once the informer has started (typed.ErrRunning), as client-go's does.
 func (v *view[T]) SetWatchErrorHandlerWithContext(h clientcache.WatchErrorHandlerWithContext) error {
 	if err := v.settable("SetWatchErrorHandler"); err != nil {
 		return err
@@ -233,7 +229,7 @@ func (v *view[T]) SetWatchErrorHandlerWithContext(h clientcache.WatchErrorHandle
 // every object before it enters the cache; it must return an object of the
 // informer's type, else the object is refused (as a typed.Options.Transform
 // error is). It fails without Options.Hooks (ErrNoHooks) and once the
-// informer has started (ErrStarted), as client-go's does.
+// informer has started (typed.ErrRunning), as client-go's does.
 func (v *view[T]) SetTransform(f clientcache.TransformFunc) error {
 	if err := v.settable("SetTransform"); err != nil {
 		return err
@@ -247,7 +243,7 @@ func (v *view[T]) settable(what string) error {
 	case v.hooks == nil:
 		return fmt.Errorf("%w: informer %s: %s", ErrNoHooks, v.inf.Name(), what)
 	case v.started():
-		return fmt.Errorf("%w: informer %s: %s", ErrStarted, v.inf.Name(), what)
+		return fmt.Errorf("%w: informer %s: %s", typed.ErrRunning, v.inf.Name(), what)
 	}
 	return nil
 }

@@ -346,8 +346,8 @@ func TestSettersWithHooks(t *testing.T) {
 			func() error { return v.SetWatchErrorHandler(nil) },
 			func() error { return v.SetWatchErrorHandlerWithContext(werrs.handle) },
 		} {
-			if err := set(); !errors.Is(err, clientgo.ErrStarted) {
-				t.Errorf("a setter after start = %v, want ErrStarted", err)
+			if err := set(); !errors.Is(err, typed.ErrRunning) {
+				t.Errorf("a setter after start = %v, want typed.ErrRunning", err)
 			}
 		}
 		fake.FailWatches(2, apierrors.NewServiceUnavailable("down"))

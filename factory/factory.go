@@ -29,12 +29,6 @@ const DefaultMaxConcurrentLists = 10
 
 // Errors of the factory's lifecycle.
 var (
-	// ErrStarted is returned by Start when the factory was started
-	// before: a factory runs once, as an informer does.
-	ErrStarted = errors.New("factory: already started")
-	// ErrStopped is returned by InformerFor and WaitForSync once Start has
-	// returned.
-	ErrStopped = errors.New("factory: stopped")
 	// ErrNoConfig is returned by InformerFor for a type with no
 	// registered source in a factory made without a rest.Config.
 	ErrNoConfig = errors.New("factory: no rest.Config and no registered source")
@@ -153,15 +147,19 @@ func New(cfg *rest.Config, opts Options) (*Factory, error) {
 // later (at once), until ctx ends; it then stops them all, waits for their
 // goroutines and returns nil. If an informer cannot go on (its Run returns
 // an error, such as a field selector the server refuses), Start stops the
-// others and returns that error. A factory runs once: Start returns
-// ErrStarted if it was called before, while it runs or after it returned.
+// others and returns that error. A factory runs once, as an informer does:
+// Start returns typed.ErrRunning while it runs and typed.ErrStopped after.
 //
 // Do not call Run on an informer of the factory: Start runs it.
 func (f *Factory) Start(ctx context.Context) error {
 	f.mu.Lock()
-	if f.state != idle {
+	switch f.state {
+	case running:
 		f.mu.Unlock()
-		return ErrStarted
+		return typed.ErrRunning
+	case stopped:
+		f.mu.Unlock()
+		return typed.ErrStopped
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	f.group, f.ctx, f.state = g, gctx, running
@@ -208,13 +206,13 @@ func (f *Factory) startLocked(e entry) {
 // error that needs someone to act, such as Forbidden.
 //
 // It may be called before Start (go f.Start(ctx); f.WaitForSync(ctx)): the
-// informers sync once started. It returns ErrStopped once Start has
+// informers sync once started. It returns typed.ErrStopped once Start has
 // returned.
 func (f *Factory) WaitForSync(ctx context.Context) error {
 	f.mu.Lock()
 	if f.state == stopped {
 		f.mu.Unlock()
-		return ErrStopped
+		return typed.ErrStopped
 	}
 	entries := make([]entry, 0, len(f.informers))
 	for _, e := range f.informers {

@@ -179,7 +179,9 @@ func TestInformerForErrors(t *testing.T) {
 		{"tweak without a name", func(t *testing.T) error {
 			_, _, err := factory.InformerFor[*corev1.Pod](offlineFactory(t), factory.Scope{Tweak: func(*metav1.ListOptions) {}})
 			return err
-		}, func(err error) bool { return errors.Is(err, factory.ErrBadScope) }},
+		}, func(err error) bool {
+			return errors.Is(err, factory.ErrBadScope) && strings.HasSuffix(err.Error(), "so the name tells them apart")
+		}},
 		{"tweak name without a tweak", func(t *testing.T) error {
 			_, _, err := factory.InformerFor[*corev1.Pod](offlineFactory(t), factory.Scope{TweakName: "t"})
 			return err
@@ -263,7 +265,7 @@ func TestLifecycle(t *testing.T) {
 	} {
 		got = append(got, fmt.Sprint(unwrapAll(err)))
 	}
-	want := []string{"<nil>", fmt.Sprint(factory.ErrStarted), fmt.Sprint(factory.ErrStarted), fmt.Sprint(factory.ErrStopped), fmt.Sprint(factory.ErrStopped)}
+	want := []string{"<nil>", fmt.Sprint(typed.ErrRunning), fmt.Sprint(typed.ErrStopped), fmt.Sprint(typed.ErrStopped), fmt.Sprint(typed.ErrStopped)}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("first Start, concurrent Start, later Start, InformerFor and WaitForSync after Start (-want +got):\n%s", diff)
 	}
@@ -418,6 +420,9 @@ func TestErrorHandlerNamesInformer(t *testing.T) {
 		got := errs.All()
 		if len(got) != 1 || !strings.HasPrefix(got[0].Error(), "informer pods (namespace flaky): ") || !apierrors.IsInternalError(got[0]) {
 			t.Errorf("errors handled: %v, want the one 500, named after pods (namespace flaky)", got)
+		}
+		if len(got) == 1 && strings.Count(got[0].Error(), "informer ") != 1 {
+			t.Errorf("error %q names the informer more than once", got[0])
 		}
 	})
 }

@@ -84,7 +84,7 @@ func keyOf[T cache.Object](s Scope) (key, error) {
 	k.fields = fs.String()
 	switch {
 	case s.Tweak != nil && s.TweakName == "":
-		return bad("a Tweak needs a TweakName to be shared by")
+		return bad("a Tweak needs a TweakName: informers are shared by scope, and two functions cannot be compared, so the name tells them apart")
 	case s.Tweak == nil && s.TweakName != "":
 		return bad("TweakName %q without a Tweak", s.TweakName)
 	}
@@ -169,7 +169,7 @@ func Register[T cache.Object](f *Factory, newSource func(Scope) (source.Source[T
 // It fails, with nothing to release, for an invalid scope (ErrBadScope),
 // a T that is not in the scheme or not served by the server, a namespace
 // for a cluster-scoped resource, an error of T's registered source, and
-// ErrNoConfig or ErrStopped. Add handlers and indexes to the informer
+// ErrNoConfig or typed.ErrStopped. Add handlers and indexes to the informer
 // (AddHandler, AddIndexers); do not Run it.
 func InformerFor[T cache.Object](f *Factory, s Scope) (inf *typed.Informer[T], release func(), err error) {
 	if f == nil {
@@ -211,7 +211,7 @@ func InformerFor[T cache.Object](f *Factory, s Scope) (inf *typed.Informer[T], r
 // is none, or ErrStopped.
 func (f *Factory) shareLocked(k key) (*sharedBase, error) {
 	if f.state == stopped {
-		return nil, ErrStopped
+		return nil, typed.ErrStopped
 	}
 	e, ok := f.informers[k]
 	if !ok {
@@ -237,7 +237,7 @@ func sharedResult[T cache.Object](f *Factory, b *sharedBase, err error) (*typed.
 // informerForError names InformerFor and T in err, once: after one of
 // the package's sentinels, or before another package's error.
 func informerForError(typ reflect.Type, err error) error {
-	if err == ErrNoConfig || err == ErrStopped {
+	if err == ErrNoConfig || err == typed.ErrStopped {
 		return fmt.Errorf("%w: InformerFor[%v]", err, typ)
 	}
 	return fmt.Errorf("factory: InformerFor[%v]: %w", typ, err)
@@ -335,9 +335,7 @@ func newShared[T cache.Object](f *Factory, k key, s Scope, newSource any) (*shar
 		TweakListOptions: s.Tweak,
 		Shard:            s.Shard,
 	}
-	if h := f.opts.ErrorHandler; h != nil {
-		opts.ErrorHandler = func(err error) { h(fmt.Errorf("informer %s: %w", name, err)) }
-	}
+	opts.ErrorHandler = f.opts.ErrorHandler // the informer names itself in every error
 	inf, err := typed.NewInformer(limit(src, f.sem), opts)
 	if err != nil {
 		return nil, err

@@ -25,9 +25,6 @@ var (
 	ErrNilReconciler = errors.New("reconcile: nil reconciler")
 	// ErrBadOptions is wrapped by New's error for an invalid option.
 	ErrBadOptions = errors.New("reconcile: invalid options")
-	// ErrRan is returned by Run after its first call: a controller runs
-	// once.
-	ErrRan = errors.New("reconcile: controller already ran")
 	// ErrDropped is wrapped by the *KeyError reported for a key dropped
 	// after Options.MaxRetries retries.
 	ErrDropped = errors.New("reconcile: key dropped after too many retries")
@@ -146,6 +143,7 @@ type Controller[T cache.Object] struct {
 	opts Options[T]
 
 	ran      atomic.Bool
+	done     atomic.Bool // Run has returned
 	stopping atomic.Bool
 	prio     *twoLevel
 	queue    atomic.Pointer[workqueue.TypedRateLimitingInterface[cache.Key]]
@@ -202,12 +200,17 @@ func New[T cache.Object](inf *typed.Informer[T], r Reconciler, opts Options[T]) 
 // ErrDrainTimeout reported); keys still queued are dropped. Run then
 // returns nil. If the informer stops while ctx is live, Run drains the
 // same way and returns an error wrapping typed.ErrStopped: its cache will
-// not change any more. No goroutine Run started outlives it. Run returns
-// ErrRan when called again.
+// not change any more. No goroutine Run started outlives it. A controller
+// runs once: Run returns typed.ErrRunning while it runs and
+// typed.ErrStopped after.
 func (c *Controller[T]) Run(ctx context.Context) error {
 	if c.ran.Swap(true) {
-		return ErrRan
+		if c.done.Load() {
+			return typed.ErrStopped
+		}
+		return typed.ErrRunning
 	}
+	defer c.done.Store(true)
 	logger := klog.FromContext(ctx)
 	c.logger.Store(&logger)
 	q := workqueue.NewTypedRateLimitingQueueWithConfig(c.opts.RateLimiter, workqueue.TypedRateLimitingQueueConfig[cache.Key]{

@@ -113,8 +113,12 @@ func TestRunTwice(t *testing.T) {
 		e := newEnv(t, pods(1), typed.Options[*corev1.Pod]{}, newRecorder(nil), reconcile.Options[*corev1.Pod]{})
 		e.start(t)
 		synctest.Wait() // the first Run has started: it waits for ctx
-		if err := e.ctrl.Run(t.Context()); !errors.Is(err, reconcile.ErrRan) {
-			t.Errorf("second Run = %v, want ErrRan", err)
+		if err := e.ctrl.Run(t.Context()); !errors.Is(err, typed.ErrRunning) {
+			t.Errorf("Run while running = %v, want typed.ErrRunning", err)
+		}
+		e.stop(t)
+		if err := e.ctrl.Run(t.Context()); !errors.Is(err, typed.ErrStopped) {
+			t.Errorf("Run after it returned = %v, want typed.ErrStopped", err)
 		}
 	})
 }

@@ -29,8 +29,6 @@ var (
 	// ErrBadOptions is wrapped by the errors of constructors given
 	// options that cannot work.
 	ErrBadOptions = errors.New("sharding: bad options")
-	// ErrRunning is returned by Run while the membership runs.
-	ErrRunning = errors.New("sharding: already running")
 )
 
 // Lease labels and annotations of a membership.
@@ -244,11 +242,11 @@ func (m *Membership) Changed() <-chan struct{} {
 // Run creates and renews this replica's Lease, follows the group's Leases
 // and keeps the assignment current, until ctx ends; it then deletes the
 // Lease (unless Options.KeepLeaseOnStop) and returns nil. It returns
-// ErrRunning if the membership already runs, and ErrStopped of package typed
-// if it ran before.
+// typed.ErrRunning if the membership already runs, and typed.ErrStopped if
+// it ran before.
 func (m *Membership) Run(ctx context.Context) error {
 	if !m.running.CompareAndSwap(false, true) {
-		return ErrRunning
+		return typed.ErrRunning
 	}
 	defer m.running.Store(false)
 	ictx, stop := context.WithCancel(ctx)

@@ -24,10 +24,13 @@ import (
 // Errors of the informer.
 var (
 	// ErrStopped is returned by Run, AddHandler and waits once Run has
-	// returned: an informer runs once.
-	ErrStopped = errors.New("typed: informer stopped")
-	// ErrRunning is returned by Run while the informer is already running.
-	ErrRunning = errors.New("typed: informer already running")
+	// returned: an informer runs once. Everything of this module that runs
+	// once (factory.Factory.Start, reconcile.Controller.Run, the sharding
+	// package's Run) returns it too, after it ran.
+	ErrStopped = errors.New("typed: stopped")
+	// ErrRunning is returned by Run while the informer is already running,
+	// and by every other Run of this module that runs once while it runs.
+	ErrRunning = errors.New("typed: already running")
 	// ErrHandlerPanic wraps the value of a recovered handler panic.
 	ErrHandlerPanic = errors.New("typed: handler panicked")
 	// ErrTransformPanic wraps the value of a recovered Options.Transform
@@ -384,9 +387,10 @@ func (inf *Informer[T]) AddIndexers(indexers cache.Indexers[T]) error {
 	return nil
 }
 
-// LastSyncResourceVersion is the resourceVersion of the last list or event
-// the informer took from its source (the cache may not have applied it
-// yet).
+// LastSyncResourceVersion is the newest resourceVersion the informer has
+// taken from its source: its last list's, or a later watch event's or
+// bookmark's. It never goes back. The cache may not have applied it yet:
+// WaitForResourceVersion waits for that.
 func (inf *Informer[T]) LastSyncResourceVersion() string {
 	return inf.refl.LastSyncResourceVersion()
 }
