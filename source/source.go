@@ -109,6 +109,10 @@ var (
 	// unknown event type, an error event without a status, an event
 	// without an object.
 	ErrMalformed = errors.New("source: malformed watch event")
+	// ErrPanic is wrapped, with the panic's value and stack, by the error
+	// an informer reports for a source that panicked in List, Watch or
+	// Next; the informer retries after a backoff, as for any failure.
+	ErrPanic = errors.New("source: panicked")
 )
 
 // As converts an untyped object into a T. It is the one checked conversion

@@ -81,8 +81,13 @@ type Informer[T cache.Object] struct {
 	errs      chan error    // errors of the writer, the listeners and the checks, for the reporter
 	reported  chan struct{} // closed once nothing more can be reported: the reporter drains and returns
 	logger    atomic.Pointer[klog.Logger]
-	metrics   informerMetrics
-	poison    quarantine // objects left out of the cache (poison.go)
+	logged    struct { // the default error logging's, the reporter's alone
+		text    string
+		at      time.Time
+		repeats int
+	}
+	metrics informerMetrics
+	poison  quarantine // objects left out of the cache (poison.go)
 
 	// The consistency check (consistency.go) lists src itself;
 	// mutations is nil unless mutations are detected (mutation.go).
@@ -310,7 +315,34 @@ func (inf *Informer[T]) deliver(err error) {
 	if !errors.Is(err, ErrHandlerPanic) {
 		inf.observeError(err)
 	}
+	if inf.opts.ErrorHandler == nil {
+		inf.logOnce(err)
+		return
+	}
 	inf.handleError(fmt.Errorf("informer %s: %w", inf.name, err))
+}
+
+// repeatLogEvery is how often the default error logging logs an error
+// that repeats unchanged (a Forbidden list retried with backoff).
+const repeatLogEvery = 5 * time.Minute
+
+// logOnce is the default error handler: it logs err, naming the informer
+// once, unless it is the error logged last, unchanged, less than
+// repeatLogEvery ago; it then counts it, and says how often it came when
+// it logs it again. The reporter's goroutine alone calls it.
+func (inf *Informer[T]) logOnce(err error) {
+	text := err.Error()
+	now := time.Now()
+	if text == inf.logged.text && now.Sub(inf.logged.at) < repeatLogEvery {
+		inf.logged.repeats++
+		return
+	}
+	if text == inf.logged.text && inf.logged.repeats > 0 {
+		inf.log().Error(err, "informer error", "informer", inf.name, "repeatedSince", inf.logged.at, "repeats", inf.logged.repeats)
+	} else {
+		inf.log().Error(err, "informer error", "informer", inf.name)
+	}
+	inf.logged.text, inf.logged.at, inf.logged.repeats = text, now, 0
 }
 
 // reportAsync queues an error for the reporter without waiting: the
@@ -335,13 +367,9 @@ func (inf *Informer[T]) reportPanic(err error) {
 	}
 }
 
-// handleError passes err to Options.ErrorHandler, or logs it. A panicking
+// handleError passes err to Options.ErrorHandler. A panicking
 // ErrorHandler is recovered and logged.
 func (inf *Informer[T]) handleError(err error) {
-	if inf.opts.ErrorHandler == nil {
-		inf.log().Error(err, "informer error", "informer", inf.name)
-		return
-	}
 	defer func() {
 		if r := recover(); r != nil {
 			inf.log().Error(fmt.Errorf("%v", r), "Options.ErrorHandler panicked", "informer", inf.name, "handling", err.Error())

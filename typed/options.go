@@ -65,10 +65,14 @@ type Options[T cache.Object] struct {
 	// equality and set selectors on them from the index.
 	LabelIndexes []string
 	// ErrorHandler receives every error the informer recovers from: list and
-	// watch failures, refused objects, handler panics. It is called from
-	// the informer's goroutines with no lock held, so it may call the
-	// informer; it should not block for long. A panic in it is recovered
-	// and logged. Default: errors are logged (klog, from Run's context).
+	// watch failures, refused objects, handler panics, what the safety
+	// nets find. It is called from one goroutine of the informer, one
+	// error at a time, with no lock held, so it may call the informer; it
+	// should not block for long (a handler that panicked waits for it). A panic in it is recovered
+	// and logged. Default: errors are logged (klog, from Run's context),
+	// each once: one that repeats unchanged (a Forbidden list retried with
+	// backoff) is logged again every 5 minutes at most, with how often it
+	// came meanwhile.
 	ErrorHandler func(error)
 	// LabelSelector and FieldSelector restrict the informer to the objects
 	// they select, on every list and watch (as a label or field selector in
