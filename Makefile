@@ -70,9 +70,13 @@ fmt:
 vet:
 	$(GO) vet $(PKGS)
 
+## lint: vet, the gofmt check and staticcheck (built from the Go module proxy).
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.6.1
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) run $(STATICCHECK) ./...
+	$(GO) run $(STATICCHECK) -tags integration ./internal/integration/
 
 clean:
 	rm -rf bin

@@ -61,7 +61,7 @@ type Checker[T cache.Object] struct {
 	opts  Options[T]
 
 	mu       sync.Mutex
-	recs     []*recorder[T]
+	recs     []*Recorder[T]
 	infs     []*typed.Informer[T]
 	errs     []error
 	lastRV   string
@@ -89,7 +89,8 @@ func NewChecker[T cache.Object](truth source.Source[T], opts Options[T]) (*Check
 func (c *Checker[T]) Handler() handler.Handler[T] {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r := newRecorder(c, fmt.Sprintf("handler %d", len(c.recs)))
+	r := NewRecorder[T](RecorderOptions{Name: fmt.Sprintf("handler %d", len(c.recs)), CheckMutations: true})
+	r.onCall = c.sample
 	c.recs = append(c.recs, r)
 	return r
 }
@@ -129,9 +130,7 @@ func (c *Checker[T]) Counts() Counts {
 	c.mu.Unlock()
 	var total Counts
 	for _, r := range recs {
-		r.mu.Lock()
-		total.add(r.counts)
-		r.mu.Unlock()
+		total.add(r.Counts())
 	}
 	return total
 }
@@ -230,7 +229,7 @@ func (c *Checker[T]) Converge(ctx context.Context, inf *typed.Informer[T]) error
 			return false
 		}
 		for _, r := range c.recorders() {
-			if !maps.Equal(want, r.state()) {
+			if !maps.Equal(want, r.Replay()) {
 				return false
 			}
 		}
@@ -251,7 +250,7 @@ func (c *Checker[T]) Converge(ctx context.Context, inf *typed.Informer[T]) error
 	return c.divergence(want, inf, nil)
 }
 
-func (c *Checker[T]) recorders() []*recorder[T] {
+func (c *Checker[T]) recorders() []*Recorder[T] {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.recs)
@@ -329,14 +328,10 @@ func (c *Checker[T]) divergence(want State, inf *typed.Informer[T], waitErr erro
 		v = append(v, "I1: the cache differs from the truth (-want +got):\n"+truncate(cmp.Diff(want, got)))
 	}
 	for _, r := range c.recorders() {
-		if got := r.state(); !maps.Equal(want, got) {
-			v = append(v, fmt.Sprintf("I2 %s: its calls replayed differ from the truth (-want +got):\n%s", r.name, truncate(cmp.Diff(want, got))))
+		if got := r.Replay(); !maps.Equal(want, got) {
+			v = append(v, fmt.Sprintf("I2 %s: its calls replayed differ from the truth (-want +got):\n%s", r.opts.Name, truncate(cmp.Diff(want, got))))
 		}
-		problems, dropped, _ := r.final()
-		v = append(v, problems...)
-		if dropped > 0 {
-			v = append(v, fmt.Sprintf("%s: %d more violations", r.name, dropped))
-		}
+		v = append(v, r.final()...)
 	}
 	c.mu.Lock()
 	v = append(v, c.rvIssues...)

@@ -150,7 +150,7 @@ func TestConvergeCatches(t *testing.T) {
 			h.OnUpdate(p, pod("x", "4"))
 			h.OnDelete(handler.Deleted[*corev1.Pod]{Key: cache.KeyOf(p), Object: p})
 			return chk, inf
-		}, []string{"handler 1: I3 a/x: RV 4 after RV 9"}},
+		}, []string{"handler 1: I3 a/x: update at RV 4 after RV 9"}},
 		{"an Update from another object than the one delivered", func(t *testing.T) (*podChecker, *typed.Informer[*corev1.Pod]) {
 			chk, inf := setup(t, fakeOf(0), fakeOf(0), informertest.Options[*corev1.Pod]{}, true)
 			h := chk.Handler()

@@ -48,7 +48,7 @@ func TestFault15Huge(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := it.NewRecorder()
-	if _, err := inf.AddHandler(rec.Handler()); err != nil {
+	if _, err := inf.AddHandler(rec); err != nil {
 		t.Fatal(err)
 	}
 	run(t, inf)

@@ -220,7 +220,7 @@ func TestFault02GoneAfterCompaction(t *testing.T) {
 				fake := sourcetest.NewFake(sourcetest.FakeOptions[*corev1.Pod]{Objects: podsIn("a", objects), NoWatchList: !watchList, Window: 100000})
 				_, chk, inf := faultRig(t, fake, sourcetest.FaultOptions{}, typed.Options[*corev1.Pod]{})
 				rec := it.NewRecorder()
-				if _, err := inf.AddHandler(rec.Handler()); err != nil {
+				if _, err := inf.AddHandler(rec); err != nil {
 					t.Fatal(err)
 				}
 				run(t, inf)
@@ -258,13 +258,13 @@ func TestFault02GoneAfterCompaction(t *testing.T) {
 				if n := after.Relists - before.Relists; n != 1 {
 					t.Errorf("I8: %d relists after one 410, want exactly 1 (stats %+v)", n, after)
 				}
-				want, got := map[cache.Key][]it.Event{}, map[cache.Key][]it.Event{}
+				want, got := map[cache.Key][]informertest.Event{}, map[cache.Key][]informertest.Event{}
 				for k, rv := range had {
-					want[k] = []it.Event{{Kind: "delete", RV: rv, FSU: true}}
-					var deletes []it.Event
+					want[k] = []informertest.Event{{Kind: "delete", RV: rv, FSU: true}}
+					var deletes []informertest.Event
 					for _, e := range rec.Events(k) {
 						if e.Kind == "delete" {
-							deletes = append(deletes, it.Event{Kind: e.Kind, RV: e.RV, FSU: e.FSU})
+							deletes = append(deletes, informertest.Event{Kind: e.Kind, RV: e.RV, FSU: e.FSU})
 						}
 					}
 					got[k] = deletes
@@ -462,7 +462,7 @@ func TestFault14OddMetadata(t *testing.T) {
 					t.Fatal(err)
 				}
 				rec := it.NewRecorder()
-				if _, err := inf.AddHandler(rec.Handler()); err != nil {
+				if _, err := inf.AddHandler(rec); err != nil {
 					t.Fatal(err)
 				}
 				run(t, inf)
@@ -489,7 +489,7 @@ func TestFault14OddMetadata(t *testing.T) {
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("cached keys (-want +got):\n%s", diff)
 				}
-				if diff := cmp.Diff(it.StateOf(inf.Store().List()), rec.Replay()); diff != "" {
+				if diff := cmp.Diff(informertest.StateOf(inf.Store().List()), rec.Replay()); diff != "" {
 					t.Errorf("I2: the handler's replay is not the cache (-want +got):\n%s", diff)
 				}
 				mu.Lock()
@@ -511,7 +511,7 @@ func TestFault14OddMetadata(t *testing.T) {
 				if r := inf.Status().Stats.Relists; (r > 0) != tc.relisted {
 					t.Errorf("%d relists, want relisted=%v", r, tc.relisted)
 				}
-				rec.Check(t, it.StateOf(inf.Store().List()))
+				rec.Check(t, informertest.StateOf(inf.Store().List()))
 			})
 		})
 	}

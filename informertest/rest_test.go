@@ -141,7 +141,8 @@ func TestFaultyOverREST(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	for i := range 400 {
 		k := cache.Key{Namespace: "a", Name: fmt.Sprintf("p-%d", rng.IntN(320))}
-		if _, err := fake.Get(k); err != nil {
+		var err error
+		if _, getErr := fake.Get(k); getErr != nil {
 			_, err = fake.Create(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}})
 		} else if i%4 == 0 {
 			_, err = fake.Delete(k)

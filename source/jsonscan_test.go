@@ -138,10 +138,10 @@ func TestFramesMatchGeneralDecoder(t *testing.T) {
 				for _, mf := range ev.Object.ManagedFields {
 					// Indenting indented the raw fields too.
 					var c bytes.Buffer
-					if err := gojson.Compact(&c, mf.FieldsV1.Raw); err != nil {
+					if err := gojson.Compact(&c, mf.FieldsV1.GetRawBytes()); err != nil {
 						t.Fatal(err)
 					}
-					mf.FieldsV1.Raw = c.Bytes()
+					mf.FieldsV1.SetRawBytes(c.Bytes())
 				}
 				if diff := cmp.Diff(want, ev.Object); diff != "" || ev.Type != watch.Modified {
 					t.Errorf("%s, cut %v: event %d: %s (-want +got):\n%s", name, cutMF, i, ev.Type, diff)

@@ -10,7 +10,7 @@ import (
 
 // decodeBoth decodes obj whole, then drops managedFields; and decodes it as
 // a watcher that drops them does.
-func decodeBoth(obj []byte) (whole, cut *corev1.Pod, wholeErr, cutErr error, cutLen int) {
+func decodeBoth(obj []byte) (whole, cut *corev1.Pod, cutLen int, wholeErr, cutErr error) {
 	whole = &corev1.Pod{}
 	wholeErr = whole.Unmarshal(obj)
 	whole.ManagedFields = nil
@@ -21,7 +21,7 @@ func decodeBoth(obj []byte) (whole, cut *corev1.Pod, wholeErr, cutErr error, cut
 	if cut != nil {
 		cut.ManagedFields = nil
 	}
-	return whole, cut, wholeErr, cutErr, len(b)
+	return whole, cut, len(b), wholeErr, cutErr
 }
 
 // TestCutProtoManagedFields: a pod's bytes without managedFields decode to
@@ -37,7 +37,7 @@ func TestCutProtoManagedFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	whole, cut, werr, cerr, n := decodeBoth(obj)
+	whole, cut, n, werr, cerr := decodeBoth(obj)
 	if werr != nil || cerr != nil {
 		t.Fatalf("decode: whole %v, cut %v", werr, cerr)
 	}
@@ -61,7 +61,7 @@ func TestCutProtoManagedFields(t *testing.T) {
 	}
 
 	for i := range obj {
-		whole, cut, werr, cerr, _ := decodeBoth(obj[:i])
+		whole, cut, _, werr, cerr := decodeBoth(obj[:i])
 		if werr != nil {
 			continue // the decoder reports it; what the cut copy gives does not matter
 		}
@@ -83,7 +83,7 @@ func TestCutProtoFallsBackToWhole(t *testing.T) {
 	label := []byte{0x5a, 0x04, 0x0a, 0x05, 'a', 'b'} // key of 5 bytes in an entry of 4
 	meta := append(label, mf...)
 	obj := append([]byte{0x0a, byte(len(meta))}, meta...)
-	whole, cut, werr, cerr, n := decodeBoth(obj)
+	whole, cut, n, werr, cerr := decodeBoth(obj)
 	if werr != nil {
 		t.Fatalf("the generated decoder no longer reads across the entry: %v; the test needs other bytes", werr)
 	}
@@ -125,7 +125,7 @@ func FuzzCutProtoManagedFields(f *testing.F) {
 			t.Fatalf("re-encoding what decoded: %v", err)
 		}
 		for _, b := range [][]byte{obj, canon} {
-			whole, cut, _, cerr, _ := decodeBoth(b)
+			whole, cut, _, _, cerr := decodeBoth(b)
 			if cerr != nil {
 				t.Fatalf("decodes whole, but not through the watcher: %v", cerr)
 			}

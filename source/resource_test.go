@@ -68,6 +68,7 @@ func TestResourceOf(t *testing.T) {
 			return source.ResourceOf[*corev1.Pod](plainSource[*corev1.Pod]{}), nil
 		}, want: source.Resource{GroupResource: pods}},
 		{name: "plain source: irregular plural", got: func() (source.Resource, error) {
+			//lint:ignore SA1019 Endpoints is the irregular plural the guess must get right
 			return source.ResourceOf[*corev1.Endpoints](plainSource[*corev1.Endpoints]{}), nil
 		}, want: source.Resource{GroupResource: schema.GroupResource{Resource: "endpoints"}}},
 		{name: "plain source: no guess for unstructured", got: func() (source.Resource, error) {

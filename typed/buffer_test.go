@@ -16,6 +16,7 @@ import (
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/fifo"
 	"github.com/typedinformer/informer/handler"
+	"github.com/typedinformer/informer/informertest"
 	it "github.com/typedinformer/informer/internal/informertest"
 	"github.com/typedinformer/informer/source/sourcetest"
 	"github.com/typedinformer/informer/typed"
@@ -69,7 +70,7 @@ func TestStalledHandlerCoalescesByKey(t *testing.T) {
 	inf := mustInformer(t, fake, typed.Options[*corev1.Pod]{})
 	rec := it.NewRecorder()
 	gate := make(chan struct{})
-	reg, err := inf.AddHandlerWithOptions(gated[any]{h: rec.Handler(), gate: gate}, typed.HandlerOptions{Buffer: typed.CoalesceByKey})
+	reg, err := inf.AddHandlerWithOptions(gated[any]{h: rec, gate: gate}, typed.HandlerOptions{Buffer: typed.CoalesceByKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestStalledHandlerCoalescesByKey(t *testing.T) {
 	}
 	t.Logf("stalled through %d events on %d objects: %d pending, %d merged", events+objects, objects, reg.Pending(), reg.Merged())
 	close(gate)
-	want := it.StateOf(inf.Store().List())
+	want := informertest.StateOf(inf.Store().List())
 	it.Eventually(t, "the handler ends on every key's final state", func() bool { return maps.Equal(want, rec.Replay()) })
 	rec.Check(t, want)
 }
@@ -113,9 +114,9 @@ func TestBlockHoldsTheWriter(t *testing.T) {
 	gate := make(chan struct{})
 	var updates atomic.Int64
 	counting := handler.Funcs[*corev1.Pod]{
-		AddFunc:    rec.Handler().OnAdd,
-		UpdateFunc: func(old, cur *corev1.Pod) { updates.Add(1); rec.Handler().OnUpdate(old, cur) },
-		DeleteFunc: rec.Handler().OnDelete,
+		AddFunc:    rec.OnAdd,
+		UpdateFunc: func(old, cur *corev1.Pod) { updates.Add(1); rec.OnUpdate(old, cur) },
+		DeleteFunc: rec.OnDelete,
 	}
 	reg, err := inf.AddHandlerWithOptions(gated[any]{h: counting, gate: gate}, typed.HandlerOptions{Buffer: typed.Block, Size: size})
 	if err != nil {
@@ -143,7 +144,7 @@ func TestBlockHoldsTheWriter(t *testing.T) {
 	close(gate)
 	it.Eventually(t, "the cache has every update", func() bool { return inf.LastSyncResourceVersion() == rv && lastApplied() })
 	it.Eventually(t, "the handler got every update", func() bool { return updates.Load() == events })
-	want := it.StateOf(inf.Store().List())
+	want := informertest.StateOf(inf.Store().List())
 	it.Eventually(t, "the handler ends on every key's final state", func() bool { return maps.Equal(want, rec.Replay()) })
 	rec.Check(t, want)
 	if m := reg.Merged(); m != 0 {
@@ -178,18 +179,18 @@ func TestCoalesceByKeyKeepsUIDChange(t *testing.T) {
 			gate := make(chan struct{})
 			h := handler.Funcs[*corev1.Pod]{
 				AddFunc: func(p *corev1.Pod, initial bool) {
-					rec.Handler().OnAdd(p, initial)
+					rec.OnAdd(p, initial)
 					record(p.Name, call{"add", string(p.UID), "", p.ResourceVersion})
 				},
 				UpdateFunc: func(old, cur *corev1.Pod) {
 					if cur.Name == "stall" {
 						<-gate
 					}
-					rec.Handler().OnUpdate(old, cur)
+					rec.OnUpdate(old, cur)
 					record(cur.Name, call{"update", string(cur.UID), string(old.UID), cur.ResourceVersion})
 				},
 				DeleteFunc: func(d handler.Deleted[*corev1.Pod]) {
-					rec.Handler().OnDelete(d)
+					rec.OnDelete(d)
 					record(d.Object.Name, call{"delete", string(d.Object.UID), "", d.Object.ResourceVersion})
 				},
 			}
@@ -240,7 +241,7 @@ func TestCoalesceByKeyKeepsUIDChange(t *testing.T) {
 			// (and, merged wrongly, its Delete then Add).
 			it.Eventually(t, "every change is in the handler's buffer", func() bool { return reg.Merged() >= int64(updates)+1 })
 			close(gate)
-			want := it.StateOf(fake.Items())
+			want := informertest.StateOf(fake.Items())
 			it.Eventually(t, "the handler ends on the final state", func() bool { return maps.Equal(want, rec.Replay()) })
 			mu.Lock()
 			got := slices.Clone(calls)

@@ -74,11 +74,11 @@ func TestCallbacksMayCallTheInformer(t *testing.T) {
 	}
 	ready.Store(true)
 	rec := it.NewRecorder()
-	rh := rec.Handler()
+	rh := rec
 	if _, err := inf.AddHandler(handler.Funcs[*corev1.Pod]{
-		AddFunc:    func(p *corev1.Pod, initial bool) { call(3); rh.AddFunc(p, initial) },
-		UpdateFunc: func(old, cur *corev1.Pod) { call(3); rh.UpdateFunc(old, cur) },
-		DeleteFunc: func(d handler.Deleted[*corev1.Pod]) { call(3); rh.DeleteFunc(d) },
+		AddFunc:    func(p *corev1.Pod, initial bool) { call(3); rh.OnAdd(p, initial) },
+		UpdateFunc: func(old, cur *corev1.Pod) { call(3); rh.OnUpdate(old, cur) },
+		DeleteFunc: func(d handler.Deleted[*corev1.Pod]) { call(3); rh.OnDelete(d) },
 	}); err != nil {
 		t.Fatal(err)
 	}

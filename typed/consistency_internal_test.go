@@ -1,19 +1,90 @@
 package typed
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/typedinformer/informer/cache"
-	it "github.com/typedinformer/informer/internal/informertest"
 	"github.com/typedinformer/informer/source/sourcetest"
 )
+
+// The helpers of this file's tests, which see the informer's inside: the
+// shared harness (internal/informertest) imports package typed through
+// package informertest, so a test of package typed cannot use it.
+
+func testPod(ns, name string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+func testPods(n int) []*corev1.Pod {
+	out := make([]*corev1.Pod, 0, n)
+	for i := range n {
+		out = append(out, testPod(fmt.Sprintf("ns-%d", i%3), fmt.Sprintf("p-%d", i)))
+	}
+	return out
+}
+
+// errSink keeps the errors an informer reports.
+type errSink struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (s *errSink) handle(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.errs = append(s.errs, err)
+}
+
+func (s *errSink) all() []error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.errs)
+}
+
+// runInformer runs inf for the test; stopping it must return nil.
+func runInformer(t *testing.T, inf *Informer[*corev1.Pod]) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- inf.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	})
+}
+
+// converge waits, in the bubble, until the cache holds what the fake does.
+func converge(t *testing.T, fake *sourcetest.Fake[*corev1.Pod], inf *Informer[*corev1.Pod]) {
+	t.Helper()
+	state := func(ps []*corev1.Pod) map[cache.Key]string {
+		m := map[cache.Key]string{}
+		for _, p := range ps {
+			m[cache.KeyOf(p)] = p.ResourceVersion + "/" + string(p.UID)
+		}
+		return m
+	}
+	for range 600 {
+		if maps.Equal(state(fake.Items()), state(inf.Store().List())) {
+			return
+		}
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("the cache did not converge (-want +got):\n%s", cmp.Diff(state(fake.Items()), state(inf.Store().List())))
+}
 
 // corrupt changes the cache behind the writer's back, as a bug in it
 // would: the store moves to a new revision and the informer takes it for
@@ -53,7 +124,7 @@ func TestConsistencyCheck(t *testing.T) {
 		{
 			name: "extra",
 			corrupt: func(*corev1.Pod) cache.Change[*corev1.Pod] {
-				p := it.Pod("ns-0", "ghost", nil)
+				p := testPod("ns-0", "ghost")
 				p.ResourceVersion = "3"
 				return cache.Change[*corev1.Pod]{Entry: cache.Entry[*corev1.Pod]{Object: p}}
 			},
@@ -73,14 +144,14 @@ func TestConsistencyCheck(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				fake := sourcetest.NewFake(sourcetest.FakeOptions[*corev1.Pod]{
-					Objects: it.Pods(30), Resource: schema.GroupResource{Resource: "pods"},
+					Objects: testPods(30), Resource: schema.GroupResource{Resource: "pods"},
 				})
-				var errs it.ErrSink
-				inf, err := NewInformer(fake, Options[*corev1.Pod]{ErrorHandler: errs.Handle, ConsistencyCheck: time.Minute, PageSize: 7})
+				var errs errSink
+				inf, err := NewInformer(fake, Options[*corev1.Pod]{ErrorHandler: errs.handle, ConsistencyCheck: time.Minute, PageSize: 7})
 				if err != nil {
 					t.Fatal(err)
 				}
-				it.Run(t, inf)
+				runInformer(t, inf)
 				if err := inf.WaitForSync(t.Context()); err != nil {
 					t.Fatal(err)
 				}
@@ -96,13 +167,13 @@ func TestConsistencyCheck(t *testing.T) {
 				time.Sleep(time.Minute)
 				synctest.Wait()
 				var div *ConsistencyError
-				for _, err := range errs.All() {
+				for _, err := range errs.all() {
 					if errors.As(err, &div) {
 						break
 					}
 				}
 				if div == nil {
-					t.Fatalf("no divergence reported; errors %v", errs.All())
+					t.Fatalf("no divergence reported; errors %v", errs.all())
 				}
 				want := tc.want
 				want.ResourceVersion = div.ResourceVersion
@@ -112,7 +183,7 @@ func TestConsistencyCheck(t *testing.T) {
 				if !errors.Is(div, ErrInconsistent) {
 					t.Errorf("%v does not wrap ErrInconsistent", div)
 				}
-				it.Converge(t, fake, inf.Store())
+				converge(t, fake, inf)
 				st := inf.Status()
 				if st.Checks.Divergences != 1 || st.Stats.Relists != 1 {
 					t.Errorf("after the repair: Checks %+v, Relists %d; want 1 divergence repaired by 1 relist", st.Checks, st.Stats.Relists)

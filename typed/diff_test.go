@@ -39,6 +39,7 @@ import (
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/handler"
+	"github.com/typedinformer/informer/informertest"
 	it "github.com/typedinformer/informer/internal/informertest"
 	"github.com/typedinformer/informer/source/sourcetest"
 	"github.com/typedinformer/informer/typed"
@@ -59,11 +60,11 @@ type call struct {
 // callLog records calls per key, for one side.
 type callLog struct {
 	mu   sync.Mutex
-	have it.State // the handler's view: key -> "rv/uid"
+	have informertest.State // the handler's view: key -> "rv/uid"
 	log  map[cache.Key][]call
 }
 
-func newCallLog() *callLog { return &callLog{have: it.State{}, log: map[cache.Key][]call{}} }
+func newCallLog() *callLog { return &callLog{have: informertest.State{}, log: map[cache.Key][]call{}} }
 
 func (l *callLog) add(k cache.Key, c call) {
 	l.mu.Lock()
@@ -86,7 +87,7 @@ func (l *callLog) take() map[cache.Key][]call {
 	return out
 }
 
-func (l *callLog) state() it.State {
+func (l *callLog) state() informertest.State {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return maps.Clone(l.have)
@@ -222,19 +223,19 @@ func runDiffScript(t *testing.T, seed uint64, counts map[string]int) {
 		live = append(live, cache.KeyOf(p))
 	}
 	next := len(seedPods)
-	before := it.State{} // client-go's handler's view before the step
+	before := informertest.State{} // client-go's handler's view before the step
 	step := func(what string) {
 		t.Helper()
-		want := it.StateOf(fake.Items())
+		want := informertest.StateOf(fake.Items())
 		it.Eventually(t, "both converge after "+what, func() bool {
-			if !maps.Equal(want, it.StateOf(inf.Store().List())) {
+			if !maps.Equal(want, informertest.StateOf(inf.Store().List())) {
 				return false
 			}
 			var got []*corev1.Pod
 			for _, o := range cg.GetStore().List() {
 				got = append(got, o.(*corev1.Pod))
 			}
-			return maps.Equal(want, it.StateOf(got)) && maps.Equal(want, ours.state()) && maps.Equal(want, theirs.state())
+			return maps.Equal(want, informertest.StateOf(got)) && maps.Equal(want, ours.state()) && maps.Equal(want, theirs.state())
 		})
 		synctest.Wait()
 		had := before

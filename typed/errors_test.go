@@ -28,6 +28,7 @@ import (
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/handler"
+	"github.com/typedinformer/informer/informertest"
 	it "github.com/typedinformer/informer/internal/informertest"
 	"github.com/typedinformer/informer/source"
 	"github.com/typedinformer/informer/source/sourcetest"
@@ -61,7 +62,8 @@ func TestReliabilityWatchErrorEvents(t *testing.T) {
 			relists: 1,
 		},
 		{
-			name:    "410 gone Status",
+			name: "410 gone Status",
+			//lint:ignore SA1019 the old 410 form servers still send
 			inject:  func(f *sourcetest.Fake[*corev1.Pod]) { f.InjectWatchError(apierrors.NewGone("gone")) },
 			relists: 1,
 		},
@@ -318,14 +320,14 @@ func wrongTypeWatch(t *testing.T) {
 	good.ResourceVersion, good.UID = "12", "u"
 	it.Eventually(t, "last watch", func() bool { return h.nWatchers() == len(bad)+1 })
 	h.watcher(len(bad)).Add(good)
-	want := it.State{}
+	want := informertest.State{}
 	for i := range pods.Items {
 		want[cache.KeyOf(&pods.Items[i])] = pods.Items[i].ResourceVersion + "/u"
 	}
 	want[cache.KeyOf(good)] = "12/u"
 	it.Eventually(t, "handler sees the valid pod", func() bool { return maps.Equal(want, rec.Replay()) })
 	synctest.Wait()
-	if diff := cmp.Diff(want, it.StateOf(inf.Store().List())); diff != "" {
+	if diff := cmp.Diff(want, informertest.StateOf(inf.Store().List())); diff != "" {
 		t.Errorf("I1: cache (-want +got):\n%s", diff)
 	}
 	rec.Check(t, want)

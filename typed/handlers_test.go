@@ -23,6 +23,7 @@ import (
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/handler"
+	"github.com/typedinformer/informer/informertest"
 	it "github.com/typedinformer/informer/internal/informertest"
 	"github.com/typedinformer/informer/source/sourcetest"
 	"github.com/typedinformer/informer/typed"
@@ -111,8 +112,8 @@ func TestReliabilityHandlerChurn(t *testing.T) {
 	close(stopChurn)
 	wg.Wait()
 
-	want := it.StateOf(fake.Items())
-	it.Eventually(t, "cache converges", func() bool { return maps.Equal(want, it.StateOf(inf.Store().List())) })
+	want := informertest.StateOf(fake.Items())
+	it.Eventually(t, "cache converges", func() bool { return maps.Equal(want, informertest.StateOf(inf.Store().List())) })
 	var stayers []*reg
 	for _, rg := range regs {
 		if rg.stays {
@@ -196,11 +197,11 @@ func TestReliabilityHandlerChurn(t *testing.T) {
 
 // slowHandler wraps a handler so that every call first sleeps (virtual time
 // in a bubble).
-func slowHandler(h handler.Funcs[*corev1.Pod], d time.Duration) handler.Funcs[*corev1.Pod] {
+func slowHandler(h handler.Handler[*corev1.Pod], d time.Duration) handler.Funcs[*corev1.Pod] {
 	return handler.Funcs[*corev1.Pod]{
-		AddFunc:    func(p *corev1.Pod, initial bool) { time.Sleep(d); h.AddFunc(p, initial) },
-		UpdateFunc: func(old, cur *corev1.Pod) { time.Sleep(d); h.UpdateFunc(old, cur) },
-		DeleteFunc: func(del handler.Deleted[*corev1.Pod]) { time.Sleep(d); h.DeleteFunc(del) },
+		AddFunc:    func(p *corev1.Pod, initial bool) { time.Sleep(d); h.OnAdd(p, initial) },
+		UpdateFunc: func(old, cur *corev1.Pod) { time.Sleep(d); h.OnUpdate(old, cur) },
+		DeleteFunc: func(del handler.Deleted[*corev1.Pod]) { time.Sleep(d); h.OnDelete(del) },
 	}
 }
 
@@ -214,11 +215,11 @@ func TestReliabilitySlowHandler(t *testing.T) {
 		fake := fakeOf(sourcetest.FakeOptions[*corev1.Pod]{}, it.Pods(120)...)
 		inf := mustInformer(t, fake, typed.Options[*corev1.Pod]{})
 		fast, slow := it.NewRecorder(), it.NewRecorder()
-		fastReg, err := inf.AddHandler(fast.Handler())
+		fastReg, err := inf.AddHandler(fast)
 		if err != nil {
 			t.Fatal(err)
 		}
-		slowReg, err := inf.AddHandler(slowHandler(slow.Handler(), time.Second))
+		slowReg, err := inf.AddHandler(slowHandler(slow, time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -240,7 +241,7 @@ func TestReliabilitySlowHandler(t *testing.T) {
 				t.Fatalf("op %d: %v", i, err)
 			}
 		}
-		want := it.StateOf(fake.Items())
+		want := informertest.StateOf(fake.Items())
 		synctest.Wait() // everything but the slow handler's sleep is idle
 		if diff := cmp.Diff(want, fast.Replay()); diff != "" {
 			t.Errorf("fast handler delayed by the slow one: not converged while the slow one sleeps (-want +got):\n%s", diff)
@@ -266,7 +267,7 @@ func TestReliabilitySlowHandler(t *testing.T) {
 			time.Sleep(time.Second)
 		}
 		synctest.Wait()
-		if diff := cmp.Diff(want, it.StateOf(inf.Store().List())); diff != "" {
+		if diff := cmp.Diff(want, informertest.StateOf(inf.Store().List())); diff != "" {
 			t.Errorf("I1: cache (-want +got):\n%s", diff)
 		}
 		fast.Check(t, want)
@@ -287,7 +288,7 @@ func TestReliabilityPanickingHandler(t *testing.T) {
 		var errs it.ErrSink
 		inf := mustInformer(t, fake, typed.Options[*corev1.Pod]{ErrorHandler: errs.Handle})
 		good, flaky := it.NewRecorder(), it.NewRecorder()
-		goodReg, err := inf.AddHandler(good.Handler())
+		goodReg, err := inf.AddHandler(good)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -298,11 +299,11 @@ func TestReliabilityPanickingHandler(t *testing.T) {
 				panic(fmt.Sprintf("flaky boom %d", flakyCalls.Load()))
 			}
 		}
-		fh := flaky.Handler()
+		fh := flaky
 		flakyReg, err := inf.AddHandler(handler.Funcs[*corev1.Pod]{
-			AddFunc:    func(p *corev1.Pod, initial bool) { fh.AddFunc(p, initial); maybePanic() },
-			UpdateFunc: func(old, cur *corev1.Pod) { fh.UpdateFunc(old, cur); maybePanic() },
-			DeleteFunc: func(d handler.Deleted[*corev1.Pod]) { fh.DeleteFunc(d); maybePanic() },
+			AddFunc:    func(p *corev1.Pod, initial bool) { fh.OnAdd(p, initial); maybePanic() },
+			UpdateFunc: func(old, cur *corev1.Pod) { fh.OnUpdate(old, cur); maybePanic() },
+			DeleteFunc: func(d handler.Deleted[*corev1.Pod]) { fh.OnDelete(d); maybePanic() },
 		})
 		if err != nil {
 			t.Fatal(err)

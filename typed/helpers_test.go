@@ -15,6 +15,7 @@ import (
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/handler"
+	"github.com/typedinformer/informer/informertest"
 	it "github.com/typedinformer/informer/internal/informertest"
 	"github.com/typedinformer/informer/source/sourcetest"
 	"github.com/typedinformer/informer/typed"
@@ -49,11 +50,11 @@ func churnFake(t *testing.T, fake *sourcetest.Fake[*corev1.Pod], tag string) {
 
 // startSynced adds rec's handler (if rec is set) to inf, runs it for the
 // length of the test and waits until it and the handler synced.
-func startSynced(t *testing.T, inf *typed.Informer[*corev1.Pod], recs ...*it.Recorder) (stop func()) {
+func startSynced(t *testing.T, inf *typed.Informer[*corev1.Pod], recs ...*informertest.Recorder[*corev1.Pod]) (stop func()) {
 	t.Helper()
 	var syncers []typed.Syncer
 	for _, r := range recs {
-		reg, err := inf.AddHandler(r.Handler())
+		reg, err := inf.AddHandler(r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +77,7 @@ func rvOf(p *corev1.Pod) int64 {
 // snapshot, each for a distinct key, then live calls only; and that it is
 // never called once stopped is set (after Run returned).
 type tracker struct {
-	rec     *it.Recorder
+	rec     *informertest.Recorder[*corev1.Pod]
 	stopped *atomic.Bool
 
 	mu          sync.Mutex
@@ -111,19 +112,19 @@ func (tr *tracker) note(k cache.Key, p *corev1.Pod, initial bool) {
 }
 
 func (tr *tracker) handler() handler.Funcs[*corev1.Pod] {
-	h := tr.rec.Handler()
+	h := tr.rec
 	return handler.Funcs[*corev1.Pod]{
 		AddFunc: func(p *corev1.Pod, initial bool) {
 			tr.note(cache.KeyOf(p), p, initial)
-			h.AddFunc(p, initial)
+			h.OnAdd(p, initial)
 		},
 		UpdateFunc: func(old, cur *corev1.Pod) {
 			tr.note(cache.KeyOf(cur), cur, false)
-			h.UpdateFunc(old, cur)
+			h.OnUpdate(old, cur)
 		},
 		DeleteFunc: func(d handler.Deleted[*corev1.Pod]) {
 			tr.note(d.Key, d.Object, false)
-			h.DeleteFunc(d)
+			h.OnDelete(d)
 		},
 	}
 }

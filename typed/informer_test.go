@@ -21,6 +21,7 @@ import (
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/handler"
+	"github.com/typedinformer/informer/informertest"
 	it "github.com/typedinformer/informer/internal/informertest"
 	"github.com/typedinformer/informer/source"
 	"github.com/typedinformer/informer/source/sourcetest"
@@ -81,7 +82,7 @@ func TestInformerEndToEnd(t *testing.T) {
 	if rv := inf.LastSyncResourceVersion(); rv != fake.ResourceVersion() {
 		t.Errorf("LastSyncResourceVersion = %q, want %q", rv, fake.ResourceVersion())
 	}
-	var deletes []it.Event
+	var deletes []informertest.Event
 	for _, e := range rec.Events(cache.Key{Namespace: "default", Name: "db-0"}) {
 		if e.Kind == "delete" {
 			deletes = append(deletes, e)
@@ -115,7 +116,7 @@ func faults(t *testing.T, watchList bool) {
 	a, b := it.NewRecorder(), it.NewRecorder()
 	startSynced(t, inf, a)
 	// b joins after sync: it must get a snapshot, then live events.
-	if _, err := inf.AddHandler(b.Handler()); err != nil {
+	if _, err := inf.AddHandler(b); err != nil {
 		t.Fatal(err)
 	}
 	next := 300
@@ -168,12 +169,12 @@ func faults(t *testing.T, watchList bool) {
 		}
 	}
 	it.Converge(t, fake, inf.Store(), a, b)
-	want := it.StateOf(fake.Items())
+	want := informertest.StateOf(fake.Items())
 	for _, k := range missedDeletes {
 		if _, back := want[k]; back {
 			continue
 		}
-		for name, r := range map[string]*it.Recorder{"a": a, "b": b} {
+		for name, r := range map[string]*informertest.Recorder[*corev1.Pod]{"a": a, "b": b} {
 			evs := r.Events(k)
 			if len(evs) == 0 || evs[len(evs)-1].Kind != "delete" || !evs[len(evs)-1].FSU {
 				t.Errorf("handler %s, missed delete of %v: events %+v, want the last a delete marked final-state-unknown", name, k, evs)
@@ -203,7 +204,7 @@ func TestInformerHandlerPanicAndRemove(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := it.NewRecorder()
-	goodReg, err := inf.AddHandler(good.Handler())
+	goodReg, err := inf.AddHandler(good)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -607,7 +608,7 @@ func TestRegistrationSync(t *testing.T) {
 	if before.Load() != 500 || after.Load() != 500 {
 		t.Errorf("initial adds at sync: early %d, late %d, want 500 each", before.Load(), after.Load())
 	}
-	if !maps.Equal(it.StateOf(fake.Items()), it.StateOf(inf.Store().List())) {
+	if !maps.Equal(informertest.StateOf(fake.Items()), informertest.StateOf(inf.Store().List())) {
 		t.Error("cache differs from the server after sync")
 	}
 }

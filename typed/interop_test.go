@@ -46,7 +46,7 @@ func TestFakeClientset(t *testing.T) {
 		_, okC := inf.Store().GetByKey(cache.Key{Namespace: "default", Name: "c"})
 		return okA && a.Labels["v"] == "2" && !okB && okC
 	})
-	it.Eventually(t, "handler heard them", func() bool { return len(rec.Replay()) == 2 && rec.Count("delete") == 1 })
+	it.Eventually(t, "handler heard them", func() bool { return len(rec.Replay()) == 2 && it.Count(rec, "delete") == 1 })
 	if _, err := inf.Lister().Namespace("default").Get("zzz"); err == nil || err.Error() != `pods "zzz" not found` {
 		t.Errorf("Get(zzz) = %v, want pods \"zzz\" not found", err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/handler"
+	"github.com/typedinformer/informer/informertest"
 	it "github.com/typedinformer/informer/internal/informertest"
 	"github.com/typedinformer/informer/source/sourcetest"
 	"github.com/typedinformer/informer/typed"
@@ -30,7 +31,7 @@ func (n namespaces) Selector() string { return "ns in (" + strings.Join(n, ",") 
 func (n namespaces) Contains(obj metav1.Object) bool { return slices.Contains(n, obj.GetNamespace()) }
 
 // keysOf names what a recorder holds, by key, sorted.
-func keysOf(r *it.Recorder) []string {
+func keysOf(r *informertest.Recorder[*corev1.Pod]) []string {
 	var out []string
 	for k := range r.Replay() {
 		out = append(out, k.String())
@@ -52,7 +53,7 @@ func TestMove(t *testing.T) {
 			it.Pod("a", "a1", nil), it.Pod("b", "b1", nil), it.Pod("b", "b2", nil), it.Pod("c", "c1", nil))
 		inf := mustInformer(t, fake, typed.Options[*corev1.Pod]{Shard: namespaces{"a", "b"}})
 		rec := it.NewRecorder()
-		reg, err := inf.AddHandler(rec.Handler())
+		reg, err := inf.AddHandler(rec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,14 +83,14 @@ func TestMove(t *testing.T) {
 			t.Errorf("between shards: Synced %v, selector %q, %d cached; want false, none, 2", st.Shard.Synced, st.Shard.Selector, inf.Store().Len())
 		}
 		// Between shards nothing is heard.
-		calls := rec.Calls()
+		calls := rec.Counts().Total()
 		if _, err := fake.Delete(cache.Key{Namespace: "b", Name: "b2"}); err != nil {
 			t.Fatal(err)
 		}
 		mustCreate(t, fake, it.Pod("a", "a2", nil))
 		synctest.Wait()
-		if rec.Calls() != calls {
-			t.Errorf("%d calls between shards, want none", rec.Calls()-calls)
+		if rec.Counts().Total() != calls {
+			t.Errorf("%d calls between shards, want none", rec.Counts().Total()-calls)
 		}
 
 		if err := inf.Move(t.Context(), namespaces{"b", "c"}, namespaces{"b", "c"}); err != nil {

@@ -211,7 +211,8 @@ func (inf *Informer[T]) mutationLoop(ctx context.Context) {
 func (inf *Informer[T]) checkMutations(report func(error)) {
 	for _, l := range *inf.handlers.Load() {
 		l.mu.Lock()
-		l.mu.Unlock() //nolint:staticcheck // an empty critical section: ordering only
+		//lint:ignore SA2001 an empty critical section: it orders the check after the listener's last batch
+		l.mu.Unlock()
 	}
 	for _, me := range inf.mutations.check() {
 		report(me)

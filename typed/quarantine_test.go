@@ -13,6 +13,7 @@ import (
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/handler"
+	"github.com/typedinformer/informer/informertest"
 	it "github.com/typedinformer/informer/internal/informertest"
 	"github.com/typedinformer/informer/metrics"
 	"github.com/typedinformer/informer/source/sourcetest"
@@ -69,8 +70,8 @@ func quarantineOf(inf *typed.Informer[*corev1.Pod]) []quarantined {
 }
 
 // withoutKey is want without k.
-func withoutKey(want it.State, k cache.Key) it.State {
-	out := it.State{}
+func withoutKey(want informertest.State, k cache.Key) informertest.State {
+	out := informertest.State{}
 	for key, v := range want {
 		if key != k {
 			out[key] = v
@@ -106,7 +107,7 @@ func TestQuarantine(t *testing.T) {
 					startSynced(t, inf, rec)
 					synctest.Wait()
 
-					want := withoutKey(it.StateOf(fake.Items()), badKey)
+					want := withoutKey(informertest.StateOf(fake.Items()), badKey)
 					it.ConvergeTo(t, want, inf.Store(), rec)
 					badPod, err := fake.Get(badKey)
 					if err != nil {
@@ -175,7 +176,7 @@ func checkReported(t *testing.T, errs *it.ErrSink, k cache.Key, n int) {
 	}
 }
 
-func eventKinds(rec *it.Recorder, k cache.Key) []string {
+func eventKinds(rec *informertest.Recorder[*corev1.Pod], k cache.Key) []string {
 	var out []string
 	for _, e := range rec.Events(k) {
 		out = append(out, e.Kind)
@@ -232,9 +233,9 @@ func TestQuarantineLive(t *testing.T) {
 					t.Fatal(err)
 				}
 				churnFake(t, fake, "after")
-				want := withoutKey(it.StateOf(fake.Items()), k)
+				want := withoutKey(informertest.StateOf(fake.Items()), k)
 				if tc.cached {
-					want[k] = it.StateOf(inf.Store().List())[k]
+					want[k] = informertest.StateOf(inf.Store().List())[k]
 				}
 				it.ConvergeTo(t, want, inf.Store(), rec)
 				synctest.Wait()
@@ -290,14 +291,12 @@ func TestQuarantineDeleteTransformFails(t *testing.T) {
 		inf := mustInformer(t, fake, opts)
 		var deleted atomic.Pointer[corev1.Pod]
 		rec := it.NewRecorder()
-		h := rec.Handler()
-		inner := h.DeleteFunc
-		h.DeleteFunc = func(d handler.Deleted[*corev1.Pod]) {
+		h := handler.Funcs[*corev1.Pod]{AddFunc: rec.OnAdd, UpdateFunc: rec.OnUpdate, DeleteFunc: func(d handler.Deleted[*corev1.Pod]) {
 			if d.FinalStateUnknown {
 				deleted.Store(d.Object)
 			}
-			inner(d)
-		}
+			rec.OnDelete(d)
+		}}
 		if _, err := inf.AddHandler(h); err != nil {
 			t.Fatal(err)
 		}

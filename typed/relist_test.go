@@ -15,6 +15,7 @@ import (
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/handler"
+	"github.com/typedinformer/informer/informertest"
 	it "github.com/typedinformer/informer/internal/informertest"
 	"github.com/typedinformer/informer/source/sourcetest"
 	"github.com/typedinformer/informer/typed"
@@ -316,7 +317,7 @@ func sameNameNewUID(t *testing.T, watchList bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	it.Eventually(t, "live re-created", func() bool { return rec.Replay()[liveKey] == it.StateOf([]*corev1.Pod{live1})[liveKey] })
+	it.Eventually(t, "live re-created", func() bool { return rec.Replay()[liveKey] == informertest.StateOf([]*corev1.Pod{live1})[liveKey] })
 
 	// Across a gap: the informer misses both events, the history is
 	// compacted and the watch cut, so only a relist can tell.
@@ -336,7 +337,7 @@ func sameNameNewUID(t *testing.T, watchList bool) {
 	fake.CutWatches()
 	it.Converge(t, fake, inf.Store(), rec)
 
-	wantGap := []it.Event{
+	wantGap := []informertest.Event{
 		{Kind: "add", RV: gap0.ResourceVersion, UID: gap0.UID, Initial: true},
 		{Kind: "delete", RV: gap0.ResourceVersion, UID: gap0.UID, FSU: true},
 		{Kind: "add", RV: gap1.ResourceVersion, UID: gap1.UID},
@@ -344,7 +345,7 @@ func sameNameNewUID(t *testing.T, watchList bool) {
 	if diff := cmp.Diff(wantGap, rec.Events(gapKey)); diff != "" {
 		t.Errorf("same name, new UID across a gap: want Delete(FinalStateUnknown) + Add (-want +got):\n%s", diff)
 	}
-	wantLive := []it.Event{
+	wantLive := []informertest.Event{
 		{Kind: "add", RV: live0.ResourceVersion, UID: live0.UID, Initial: true},
 		{Kind: "delete", RV: liveDel.ResourceVersion, UID: live0.UID},
 		{Kind: "add", RV: live1.ResourceVersion, UID: live1.UID},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/handler"
+	"github.com/typedinformer/informer/informertest"
 	it "github.com/typedinformer/informer/internal/informertest"
 	"github.com/typedinformer/informer/source/sourcetest"
 	"github.com/typedinformer/informer/typed"
@@ -101,7 +102,7 @@ func TestReliabilityResync(t *testing.T) {
 				if got := fake.ListCalls(); got != lists {
 					t.Errorf("I8: resync made %d LIST calls", got-lists)
 				}
-				rec.Check(t, it.StateOf(fake.Items()))
+				rec.Check(t, informertest.StateOf(fake.Items()))
 			})
 		})
 	}

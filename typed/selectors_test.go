@@ -59,8 +59,8 @@ func TestSelectors(t *testing.T) {
 				return in && !out
 			})
 			synctest.Wait()
-			if rec.Count("delete") != 1 || rec.Count("add") != 2 {
-				t.Errorf("handler: %d adds, %d deletes; want 2 and 1", rec.Count("add"), rec.Count("delete"))
+			if it.Count(rec, "delete") != 1 || it.Count(rec, "add") != 2 {
+				t.Errorf("handler: %d adds, %d deletes; want 2 and 1", it.Count(rec, "add"), it.Count(rec, "delete"))
 			}
 			// One streaming list that goes on as the watch, or a LIST and a watch.
 			if want := map[bool]int{true: 1, false: 2}[watchList]; tweaked != want {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/handler"
+	"github.com/typedinformer/informer/informertest"
 	it "github.com/typedinformer/informer/internal/informertest"
 	"github.com/typedinformer/informer/source"
 	"github.com/typedinformer/informer/source/sourcetest"
@@ -73,7 +74,7 @@ func transformInitial(t *testing.T, watchList bool) {
 		Transform: failingTransform(&failing, &failures), ErrorHandler: errs.Handle, NoWatchList: !watchList, OnRefused: typed.StopAndRelist,
 	})
 	rec := it.NewRecorder()
-	reg, err := inf.AddHandler(rec.Handler())
+	reg, err := inf.AddHandler(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func transformLive(t *testing.T, watchList bool) {
 	it.Eventually(t, "watch open", func() bool { return fake.OpenWatches() == 1 })
 	it.Converge(t, fake, inf.Store(), rec)
 	synctest.Wait()
-	before := it.StateOf(inf.Store().List())
+	before := informertest.StateOf(inf.Store().List())
 	rvBefore := inf.LastSyncResourceVersion()
 	listsBefore := inf.Status().Stats
 
@@ -144,7 +145,7 @@ func transformLive(t *testing.T, watchList bool) {
 		if rv := inf.LastSyncResourceVersion(); rv != rvBefore {
 			t.Fatalf("resourceVersion moved from %s to %s past an event the cache did not take", rvBefore, rv)
 		}
-		if diff := cmp.Diff(before, it.StateOf(inf.Store().List())); diff != "" {
+		if diff := cmp.Diff(before, informertest.StateOf(inf.Store().List())); diff != "" {
 			t.Fatalf("cache changed past the failed event (-before +now):\n%s", diff)
 		}
 	}

@@ -29,14 +29,14 @@ func TestRun(t *testing.T) {
 			"pods (namespace lab): 1 pods cached",
 			"pods (namespace shop) saw a new pod: shop/web-1",
 			"watch requests: 2 for 2 scopes",
-			"after every release: typed: informer stopped",
+			"after every release: typed: stopped",
 		}},
 		{"one namespace", []string{"lab"}, []string{
 			"2 users, same informer for the first two: true",
 			"pods (namespace lab): 1 pods cached",
 			"pods (namespace lab) saw a new pod: lab/web-1",
 			"watch requests: 1 for 1 scopes",
-			"after every release: typed: informer stopped",
+			"after every release: typed: stopped",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,7 +1,7 @@
 // Package informertest is the test harness the module's informer tests
 // share, the unit tests on fake sources and the integration suite on a
-// real server: pod builders, a recorder that checks the invariants of
-// every handler call (RELIABILITY.md I2-I4) for pods or any other type,
+// real server: pod builders, helpers over informertest.Recorder (which
+// checks the invariants of every handler call, I2 to I4),
 // helpers to run an informer for the length of a test and to wait for
 // convergence (I1), and an error sink.
 package informertest
@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/informertest"
 	"github.com/typedinformer/informer/source/sourcetest"
 )
 
@@ -81,20 +82,43 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-// State is key -> "resourceVersion/uid", what the invariants compare of
-// an object.
-type State map[cache.Key]string
+// NewRecorder returns a recorder of pods that checks I2 to I4
+// (informertest.Recorder), what most of the module's tests use.
+func NewRecorder() *informertest.Recorder[*corev1.Pod] {
+	return informertest.NewRecorder[*corev1.Pod](informertest.RecorderOptions{})
+}
 
-// StateOf returns the state of pods.
-func StateOf(pods []*corev1.Pod) State { return StateOfObjects(pods) }
-
-// StateOfObjects returns the state of objects of any type.
-func StateOfObjects[T cache.Object](objs []T) State {
-	s := make(State, len(objs))
-	for _, o := range objs {
-		s[cache.KeyOf(o)] = o.GetResourceVersion() + "/" + string(o.GetUID())
+// Count returns how many calls of kind ("add", "update", "delete") r got.
+func Count[T cache.Object](r *informertest.Recorder[T], kind string) int {
+	n := 0
+	for _, evs := range r.All() {
+		for _, e := range evs {
+			if e.Kind == kind {
+				n++
+			}
+		}
 	}
-	return s
+	return n
+}
+
+// Kinds counts r's calls by kind, with final-state-unknown deletes as
+// "delete(fsu)" and initial adds as "add(initial)": a summary for test
+// logs.
+func Kinds[T cache.Object](r *informertest.Recorder[T]) map[string]int {
+	out := map[string]int{}
+	for _, evs := range r.All() {
+		for _, e := range evs {
+			k := e.Kind
+			if e.FSU {
+				k += "(fsu)"
+			}
+			if e.Initial {
+				k += "(initial)"
+			}
+			out[k]++
+		}
+	}
+	return out
 }
 
 // ErrSink is an Options.ErrorHandler that keeps every error.
@@ -135,26 +159,26 @@ func Is(target error) func(error) bool {
 
 // Converge waits until store and every recorder hold exactly fake's
 // content, then checks I1 (the cache) and, per recorder, I2-I4.
-func Converge(t testing.TB, fake *sourcetest.Fake[*corev1.Pod], store *cache.Store[*corev1.Pod], recs ...*Recorder) {
+func Converge(t testing.TB, fake *sourcetest.Fake[*corev1.Pod], store *cache.Store[*corev1.Pod], recs ...*informertest.Recorder[*corev1.Pod]) {
 	t.Helper()
-	ConvergeTo(t, StateOf(fake.Items()), store, recs...)
+	ConvergeTo(t, informertest.StateOf(fake.Items()), store, recs...)
 }
 
 // ConvergeTo waits until store and every recorder hold exactly want (the
 // source's final state, such as a LIST from a real server), then checks
 // I1 (the cache) and, per recorder, I2-I4. Like Eventually, it gives up
 // after ten minutes, and then fails the test with the difference.
-func ConvergeTo[T cache.Object](t testing.TB, want State, store *cache.Store[T], recs ...*ObjectRecorder[T]) {
+func ConvergeTo[T cache.Object](t testing.TB, want informertest.State, store *cache.Store[T], recs ...*informertest.Recorder[T]) {
 	t.Helper()
-	if !poll(func() bool { return maps.Equal(want, StateOfObjects(store.List())) }) {
-		t.Fatalf("I1: cache did not converge (-want +got):\n%s", truncate(cmp.Diff(want, StateOfObjects(store.List()))))
+	if !poll(func() bool { return maps.Equal(want, informertest.StateOf(store.List())) }) {
+		t.Fatalf("I1: cache did not converge (-want +got):\n%s", truncate(cmp.Diff(want, informertest.StateOf(store.List()))))
 	}
 	for i, r := range recs {
 		if !poll(func() bool { return maps.Equal(want, r.Replay()) }) {
 			t.Fatalf("I2: handler %d did not converge (-want +got):\n%s", i, truncate(cmp.Diff(want, r.Replay())))
 		}
 	}
-	if got := StateOfObjects(store.List()); !maps.Equal(want, got) {
+	if got := informertest.StateOf(store.List()); !maps.Equal(want, got) {
 		t.Errorf("I1: cache differs from the server (-want +got):\n%s", truncate(cmp.Diff(want, got)))
 	}
 	for _, r := range recs {

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/typedinformer/informer/informertest"
 	it "github.com/typedinformer/informer/internal/informertest"
 	"github.com/typedinformer/informer/internal/leakcheck"
 	"github.com/typedinformer/informer/typed"
@@ -45,7 +46,7 @@ func TestBookmarksAndWatchList(t *testing.T) {
 		var errs it.ErrSink
 		inf := newInformer(t, podSource(t, cs, nsA), typed.Options[*corev1.Pod]{ErrorHandler: errs.Handle, MinWatchTimeout: 5 * time.Second})
 		rec := it.NewRecorder()
-		if _, err := inf.AddHandler(rec.Handler()); err != nil {
+		if _, err := inf.AddHandler(rec); err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
@@ -66,7 +67,7 @@ func TestBookmarksAndWatchList(t *testing.T) {
 		if rvNum(syncRV) < lastRVinA {
 			t.Errorf("I3: LastSyncResourceVersion %s after sync is older than the last write in A (%d)", syncRV, lastRVinA)
 		}
-		want := it.StateOfObjects(serverA)
+		want := informertest.StateOf(serverA)
 		it.ConvergeTo(t, want, inf.Store(), rec)
 
 		// Churn in B only.
@@ -92,8 +93,8 @@ func TestBookmarksAndWatchList(t *testing.T) {
 		if st.Bookmarks < 1 {
 			t.Errorf("Status().Stats.Bookmarks = %d after the resourceVersion moved by bookmark, want >= 1", st.Bookmarks)
 		}
-		if st.Events != 0 || rec.Calls() != len(want) {
-			t.Errorf("quiet namespace A: %d events, %d handler calls; want 0 events and %d initial adds", st.Events, rec.Calls(), len(want))
+		if st.Events != 0 || rec.Counts().Total() != len(want) {
+			t.Errorf("quiet namespace A: %d events, %d handler calls; want 0 events and %d initial adds", st.Events, rec.Counts().Total(), len(want))
 		}
 		if st.Relists != 0 || reqs.Lists != 0 || reqs.WatchLists != 1 {
 			t.Errorf("I8: %s, %s: want one streaming list, no LIST and no relist", statsString(st), reqs)
@@ -112,7 +113,7 @@ func TestBookmarksAndWatchList(t *testing.T) {
 		inf := newInformer(t, podSource(t, cs, metav1.NamespaceAll),
 			typed.Options[*corev1.Pod]{ErrorHandler: errs.Handle, NoWatchList: true, PageSize: 7})
 		rec := it.NewRecorder()
-		if _, err := inf.AddHandler(rec.Handler()); err != nil {
+		if _, err := inf.AddHandler(rec); err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()

@@ -186,7 +186,7 @@ func TestChurn(t *testing.T) {
 	var errs it.ErrSink
 	inf := newInformer(t, podSource(t, cs, metav1.NamespaceAll), typed.Options[*corev1.Pod]{ErrorHandler: errs.Handle})
 	a, b := it.NewRecorder(), it.NewRecorder()
-	regA, err := inf.AddHandler(a.Handler())
+	regA, err := inf.AddHandler(a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestChurn(t *testing.T) {
 	// b joins while the churn runs: it gets the cache's content, then
 	// every later change, each once.
 	time.Sleep(200 * time.Millisecond)
-	regB, err := inf.AddHandler(b.Handler())
+	regB, err := inf.AddHandler(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestChurn(t *testing.T) {
 	quiet := time.Now()
 	it.ConvergeTo(t, want, inf.Store(), a, b)
 	convergeTook := time.Since(quiet)
-	if n := b.Kinds()["add(initial)"]; n == 0 {
+	if n := it.Kinds(b)["add(initial)"]; n == 0 {
 		t.Errorf("handler b (added after sync) got no initial Add")
 	}
 
@@ -232,7 +232,7 @@ func TestChurn(t *testing.T) {
 	t.Logf("figures: churn: initial sync of %d pods in %v; churn %s in %v; converged %v after the last write; "+
 		"handler a %v, b %v; stats %s; pods %s; %s",
 		initial, syncTook.Round(time.Millisecond), churn, churnTook.Round(time.Millisecond), convergeTook.Round(time.Millisecond),
-		a.Kinds(), b.Kinds(), statsString(st), reqs, errSummary(&errs))
+		it.Kinds(a), it.Kinds(b), statsString(st), reqs, errSummary(&errs))
 	// I8: no fault, so no relist expected; allow one in case the server
 	// closes a slow watcher and its resourceVersion has left the window.
 	if st.Relists > 1 || reqs.Lists+reqs.WatchLists > 2 {
@@ -264,7 +264,7 @@ func TestAPIServerRestart(t *testing.T) {
 	var errs it.ErrSink
 	inf := newInformer(t, podSource(t, cs, metav1.NamespaceAll), typed.Options[*corev1.Pod]{ErrorHandler: errs.Handle})
 	a, b := it.NewRecorder(), it.NewRecorder()
-	if _, err := inf.AddHandler(a.Handler()); err != nil {
+	if _, err := inf.AddHandler(a); err != nil {
 		t.Fatal(err)
 	}
 	it.Run(t, inf)
@@ -274,7 +274,7 @@ func TestAPIServerRestart(t *testing.T) {
 	if err := inf.WaitForSync(waitCtx); err != nil {
 		t.Fatalf("WaitForSync: %v", err)
 	}
-	if _, err := inf.AddHandler(b.Handler()); err != nil {
+	if _, err := inf.AddHandler(b); err != nil {
 		t.Fatal(err)
 	}
 
@@ -309,7 +309,7 @@ func TestAPIServerRestart(t *testing.T) {
 		"pods requests before the restart: %s; since the restart: %s; stats %s (relists since the restart: %d); "+
 		"handler a %v, b %v; %s",
 		restartTook.Round(time.Millisecond), convergedAfter.Round(time.Millisecond), churn, before, delta,
-		statsString(st), relists, a.Kinds(), b.Kinds(), errSummary(&errs))
+		statsString(st), relists, it.Kinds(a), it.Kinds(b), errSummary(&errs))
 	// I8: the watch cache of the new API server starts past the informer's
 	// resourceVersion, so one relist is expected (410 Gone). Watch errors
 	// while the server is down or starting (connection refused, 503, 429)

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/typedinformer/informer/informertest"
 	it "github.com/typedinformer/informer/internal/informertest"
 	"github.com/typedinformer/informer/internal/leakcheck"
 	"github.com/typedinformer/informer/source"
@@ -100,8 +101,8 @@ func TestCustomResources(t *testing.T) {
 		Resource:     gvr.GroupResource(),
 		ErrorHandler: errs.Handle,
 	})
-	a, b := it.NewObjectRecorder[*unstructured.Unstructured](), it.NewObjectRecorder[*unstructured.Unstructured]()
-	if _, err := inf.AddHandler(a.Handler()); err != nil {
+	a, b := informertest.NewRecorder[*unstructured.Unstructured](informertest.RecorderOptions{}), informertest.NewRecorder[*unstructured.Unstructured](informertest.RecorderOptions{})
+	if _, err := inf.AddHandler(a); err != nil {
 		t.Fatal(err)
 	}
 	it.Run(t, inf)
@@ -169,7 +170,7 @@ func TestCustomResources(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	syncedAfter := time.Since(crdCreated)
-	if _, err := inf.AddHandler(b.Handler()); err != nil {
+	if _, err := inf.AddHandler(b); err != nil {
 		t.Fatal(err)
 	}
 
@@ -194,7 +195,7 @@ func TestCustomResources(t *testing.T) {
 		t.Fatal(err)
 	}
 	server := ptrs(list.Items)
-	want := it.StateOfObjects(server)
+	want := informertest.StateOf(server)
 	if len(want) != 8 {
 		t.Fatalf("server has %d widgets, want 8", len(want))
 	}
@@ -229,7 +230,7 @@ func TestCustomResources(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(it.StateOfObjects(ptrs(srv.Items)), it.StateOfObjects(got)); diff != "" {
+		if diff := cmp.Diff(informertest.StateOf(ptrs(srv.Items)), informertest.StateOf(got)); diff != "" {
 			t.Errorf("List(%q) differs from the server (-server +lister):\n%s", sel, diff)
 		}
 		gotNS, _ := inf.Lister().Namespace(nss[1]).List(s)
@@ -237,7 +238,7 @@ func TestCustomResources(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(it.StateOfObjects(ptrs(srvNS.Items)), it.StateOfObjects(gotNS)); diff != "" {
+		if diff := cmp.Diff(informertest.StateOf(ptrs(srvNS.Items)), informertest.StateOf(gotNS)); diff != "" {
 			t.Errorf("Namespace(%s).List(%q) differs from the server (-server +lister):\n%s", nss[1], sel, diff)
 		}
 	}
@@ -255,7 +256,7 @@ func TestCustomResources(t *testing.T) {
 	t.Logf("figures: custom resources: NotFound after %v; CRD Established %v after create; informer synced %v after the CRD was created; "+
 		"stats %s; widgets %s; handler a %v, b %v; %s",
 		notFoundAfter.Round(time.Millisecond), established.Round(time.Millisecond), syncedAfter.Round(time.Millisecond),
-		statsString(st), counter.snapshot(), a.Kinds(), b.Kinds(), errSummary(&errs))
+		statsString(st), counter.snapshot(), it.Kinds(a), it.Kinds(b), errSummary(&errs))
 	if st.Relists != 0 {
 		t.Errorf("I8: %s: want no relist once synced", statsString(st))
 	}

@@ -47,7 +47,7 @@ func TestFault01RandomWatchCutsRealServer(t *testing.T) {
 	var errs it.ErrSink
 	inf := newInformer(t, podSource(t, cs, metav1.NamespaceAll), typed.Options[*corev1.Pod]{ErrorHandler: errs.Handle})
 	rec := it.NewRecorder()
-	if _, err := inf.AddHandler(rec.Handler()); err != nil {
+	if _, err := inf.AddHandler(rec); err != nil {
 		t.Fatal(err)
 	}
 	it.Run(t, inf)

@@ -76,12 +76,6 @@ func fromUnstructured[T any](u *unstructured.Unstructured, out T) (T, error) {
 	return out, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out)
 }
 
-// podMeta is the metadata-only view of a pod, as the metadata client
-// returns it.
-func podMeta(p *corev1.Pod) *metav1.PartialObjectMetadata {
-	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: p.ObjectMeta}
-}
-
 // createEstablishedCRD creates the widgets CRD of group and waits until its
 // resource is served; it returns the resource.
 func createEstablishedCRD(ctx context.Context, t *testing.T, dyn dynamic.Interface, group string) schema.GroupVersionResource {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/informertest"
 	it "github.com/typedinformer/informer/internal/informertest"
 	"github.com/typedinformer/informer/internal/leakcheck"
 	"github.com/typedinformer/informer/internal/testcluster"
@@ -165,7 +166,7 @@ func goneAfterCompaction(t *testing.T, c *testcluster.Cluster, prefix string, no
 	var errs it.ErrSink
 	inf := newInformer[*corev1.Pod](t, src, typed.Options[*corev1.Pod]{ErrorHandler: errs.Handle, NoWatchList: noWatchList, PageSize: pageSize})
 	a, b := it.NewRecorder(), it.NewRecorder()
-	if _, err := inf.AddHandler(a.Handler()); err != nil {
+	if _, err := inf.AddHandler(a); err != nil {
 		t.Fatal(err)
 	}
 	it.Run(t, inf)
@@ -175,7 +176,7 @@ func goneAfterCompaction(t *testing.T, c *testcluster.Cluster, prefix string, no
 	if err := inf.WaitForSync(waitCtx); err != nil {
 		t.Fatalf("WaitForSync: %v", err)
 	}
-	if _, err := inf.AddHandler(b.Handler()); err != nil {
+	if _, err := inf.AddHandler(b); err != nil {
 		t.Fatal(err)
 	}
 	want0 := serverState(ctx, t, admin, metav1.NamespaceAll)
@@ -187,7 +188,7 @@ func goneAfterCompaction(t *testing.T, c *testcluster.Cluster, prefix string, no
 	// (a) Cut the watch and hold the re-watch back.
 	src.PauseAndCut()
 	blocked := src.waitBlocked(t, time.Minute)
-	lastKnown := it.StateOfObjects(inf.Store().List())
+	lastKnown := informertest.StateOf(inf.Store().List())
 	if diff := cmp.Diff(want0, lastKnown); diff != "" {
 		t.Fatalf("cache changed before the gap (-server +cache):\n%s", diff)
 	}
@@ -260,9 +261,9 @@ func goneAfterCompaction(t *testing.T, c *testcluster.Cluster, prefix string, no
 	it.ConvergeTo(t, want, inf.Store(), a, b)
 	convergeTook := time.Since(resumed)
 
-	for name, r := range map[string]*it.Recorder{"a": a, "b": b} {
+	for name, r := range map[string]*informertest.Recorder[*corev1.Pod]{"a": a, "b": b} {
 		for _, k := range goneKeys {
-			var deletes []it.Event
+			var deletes []informertest.Event
 			for _, e := range r.Events(k) {
 				if e.Kind == "delete" {
 					deletes = append(deletes, e)
@@ -311,7 +312,7 @@ func goneAfterCompaction(t *testing.T, c *testcluster.Cluster, prefix string, no
 		"stats before the gap %s, after %s (relists: %d); pods requests after the gap: %s; plain watches from RVs %v; "+
 		"handler a %v, b %v; %s",
 		len(goneKeys), len(updatedKeys), len(recreatedKeys), created, len(ephemeral), convergeTook.Round(time.Millisecond),
-		statsString(statsBefore), statsString(st), relists, reqs, watchRVs, a.Kinds(), b.Kinds(), errSummary(&errs))
+		statsString(statsBefore), statsString(st), relists, reqs, watchRVs, it.Kinds(a), it.Kinds(b), errSummary(&errs))
 	if pageSize == 0 {
 		// Exactly one relist: one LIST or one streaming list.
 		if relists != 1 || reqs.Lists+reqs.WatchLists != 1 {

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/informertest"
 	it "github.com/typedinformer/informer/internal/informertest"
 	"github.com/typedinformer/informer/internal/leakcheck"
 	"github.com/typedinformer/informer/internal/testcluster"
@@ -363,9 +364,9 @@ func serverPods(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns s
 
 // serverState is the server's pods of ns (all namespaces for
 // metav1.NamespaceAll) as the invariants compare them.
-func serverState(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string) it.State {
+func serverState(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string) informertest.State {
 	t.Helper()
-	return it.StateOfObjects(serverPods(ctx, t, cs, ns, metav1.ListOptions{}))
+	return informertest.StateOf(serverPods(ctx, t, cs, ns, metav1.ListOptions{}))
 }
 
 func truncate(s string, n int) string {

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/typedinformer/informer/cache"
-	it "github.com/typedinformer/informer/internal/informertest"
+	"github.com/typedinformer/informer/informertest"
 	"github.com/typedinformer/informer/internal/leakcheck"
 	"github.com/typedinformer/informer/internal/testcluster"
 	"github.com/typedinformer/informer/source"
@@ -156,7 +156,7 @@ func notOlderThanInPages(t *testing.T, open func(ns string) (source.Source[*core
 	if err != nil {
 		t.Fatalf("exact list at %s: %v", listRV, err)
 	}
-	if diff := cmp.Diff(it.StateOfObjects(at.Items), it.StateOfObjects(got)); diff != "" {
+	if diff := cmp.Diff(informertest.StateOf(at.Items), informertest.StateOf(got)); diff != "" {
 		t.Errorf("the pages differ from the snapshot at %s (-snapshot +pages):\n%s", listRV, diff)
 	}
 	// A server whose watch cache lagged may list at a version between

@@ -52,7 +52,7 @@ func TestForbiddenThenGranted(t *testing.T) {
 		// re-watch (a running watch is authorized only when it starts).
 		typed.Options[*corev1.Pod]{ErrorHandler: errs.Handle, MinWatchTimeout: 3 * time.Second})
 	rec := it.NewRecorder()
-	reg, err := inf.AddHandler(rec.Handler())
+	reg, err := inf.AddHandler(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,8 +87,8 @@ func TestForbiddenThenGranted(t *testing.T) {
 	if inWindow.All < 2 || inWindow.ByCode[403] == 0 {
 		t.Errorf("alice made %d requests (%s), want at least one list attempt answered 403", inWindow.All, inWindow)
 	}
-	if rec.Calls() != 0 || reg.HasSynced() {
-		t.Errorf("handler called %d times / synced %v while forbidden", rec.Calls(), reg.HasSynced())
+	if rec.Counts().Total() != 0 || reg.HasSynced() {
+		t.Errorf("handler called %d times / synced %v while forbidden", rec.Counts().Total(), reg.HasSynced())
 	}
 
 	// Grant get, list and watch on pods.
@@ -285,7 +285,7 @@ func TestRewatchAfterRevokeAndGrant(t *testing.T) {
 	// Watches of 5-10s: the open watch ends soon after the revocation.
 	inf := newInformer(t, podSource(t, alice, ns), typed.Options[*corev1.Pod]{ErrorHandler: errs.Handle, MinWatchTimeout: 5 * time.Second})
 	rec := it.NewRecorder()
-	reg, err := inf.AddHandler(rec.Handler())
+	reg, err := inf.AddHandler(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +369,7 @@ func TestRewatchAfterRevokeAndGrant(t *testing.T) {
 	t.Logf("figures: revoke and grant: re-watch refused %v after the revocation at RV %s; watched again %v after the grant; "+
 		"watches since the revocation %+v; pods %s; stats before %s, after %s; handler %v; %s",
 		refusedAfter.Round(time.Millisecond), rvRefused, rewatchedAfter.Round(time.Millisecond), gapWatches, reqs,
-		statsString(statsBefore), statsString(st.Stats), rec.Kinds(), errSummary(&errs))
+		statsString(statsBefore), statsString(st.Stats), it.Kinds(rec), errSummary(&errs))
 
 	if !st.StaleSince.IsZero() || !inf.HasSynced() {
 		t.Errorf("after the re-watch: HasSynced %v, Status %+v; want synced and healthy", inf.HasSynced(), st)

@@ -20,6 +20,7 @@ import (
 	clientcache "k8s.io/client-go/tools/cache"
 
 	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/informertest"
 	it "github.com/typedinformer/informer/internal/informertest"
 	"github.com/typedinformer/informer/internal/leakcheck"
 	"github.com/typedinformer/informer/internal/testcluster"
@@ -162,9 +163,9 @@ func TestGoStructCRD(t *testing.T) {
 			t.Fatalf("create widget: %v", err)
 		}
 	}
-	rec := it.NewObjectRecorder[*gadget]()
+	rec := informertest.NewRecorder[*gadget](informertest.RecorderOptions{})
 	inf := newInformer(t, src, typed.Options[*gadget]{})
-	if _, err := inf.AddHandler(rec.Handler()); err != nil {
+	if _, err := inf.AddHandler(rec); err != nil {
 		t.Fatal(err)
 	}
 	it.Run(t, inf)
@@ -215,6 +216,6 @@ func TestGoStructCRD(t *testing.T) {
 		t.Errorf("%d gadgets cached, want 4", got)
 	}
 	it.Eventually(t, "the handler saw 5 adds, the update and the delete", func() bool {
-		return rec.Count("add") == 5 && rec.Count("update") == 1 && rec.Count("delete") == 1
+		return it.Count(rec, "add") == 5 && it.Count(rec, "update") == 1 && it.Count(rec, "delete") == 1
 	})
 }

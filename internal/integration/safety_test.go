@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/informertest"
 	it "github.com/typedinformer/informer/internal/informertest"
 	"github.com/typedinformer/informer/internal/leakcheck"
 	"github.com/typedinformer/informer/source"
@@ -56,7 +57,7 @@ func TestQuarantineRealServer(t *testing.T) {
 				}},
 			})
 			rec := it.NewRecorder()
-			if _, err := inf.AddHandler(rec.Handler()); err != nil {
+			if _, err := inf.AddHandler(rec); err != nil {
 				t.Fatal(err)
 			}
 			start := time.Now()
@@ -128,7 +129,7 @@ func setLabel(ctx context.Context, t *testing.T, cs kubernetes.Interface, k cach
 	}
 }
 
-func kinds(evs []it.Event) []string {
+func kinds(evs []informertest.Event) []string {
 	var out []string
 	for _, e := range evs {
 		out = append(out, e.Kind)

@@ -60,7 +60,7 @@ func TestStalledAndCutConnections(t *testing.T) {
 		ErrorHandler: errs.Handle, WatchIdleTimeout: idle, MinWatchTimeout: 5 * time.Second,
 	})
 	rec := it.NewRecorder()
-	if _, err := inf.AddHandler(rec.Handler()); err != nil {
+	if _, err := inf.AddHandler(rec); err != nil {
 		t.Fatal(err)
 	}
 	it.Run(t, inf)
@@ -162,7 +162,7 @@ func TestStalledConnectionHTTP2(t *testing.T) {
 		ErrorHandler: func(error) {}, WatchIdleTimeout: idle, MinWatchTimeout: 5 * time.Second,
 	})
 	rec := it.NewRecorder()
-	if _, err := inf.AddHandler(rec.Handler()); err != nil {
+	if _, err := inf.AddHandler(rec); err != nil {
 		t.Fatal(err)
 	}
 	it.Run(t, inf)

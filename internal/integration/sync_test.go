@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/informertest"
 	it "github.com/typedinformer/informer/internal/informertest"
 	"github.com/typedinformer/informer/internal/leakcheck"
 	"github.com/typedinformer/informer/internal/testcluster"
@@ -60,7 +61,7 @@ func TestInitialSync(t *testing.T) {
 	var errs it.ErrSink
 	inf := newInformer(t, podSource(t, cs, metav1.NamespaceAll), typed.Options[*corev1.Pod]{ErrorHandler: errs.Handle})
 	rec := it.NewRecorder()
-	reg, err := inf.AddHandler(rec.Handler())
+	reg, err := inf.AddHandler(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,11 +84,11 @@ func TestInitialSync(t *testing.T) {
 	// Nothing writes pods any more: the cache must equal the server now,
 	// not eventually.
 	server := serverPods(ctx, t, admin, metav1.NamespaceAll, metav1.ListOptions{})
-	want := it.StateOfObjects(server)
+	want := informertest.StateOf(server)
 	if len(want) != len(pods) {
 		t.Fatalf("server has %d pods, want %d", len(want), len(pods))
 	}
-	if diff := cmp.Diff(want, it.StateOfObjects(inf.Store().List())); diff != "" {
+	if diff := cmp.Diff(want, informertest.StateOf(inf.Store().List())); diff != "" {
 		t.Fatalf("I1: cache after sync differs from the server (-server +cache):\n%s", truncate(diff, 4000))
 	}
 	rec.Check(t, want)
@@ -114,8 +115,8 @@ func TestInitialSync(t *testing.T) {
 		if err != nil {
 			t.Fatalf("List(%q): %v", s, err)
 		}
-		wantSel := it.StateOfObjects(serverPods(ctx, t, admin, metav1.NamespaceAll, metav1.ListOptions{LabelSelector: s}))
-		if diff := cmp.Diff(wantSel, it.StateOfObjects(got)); diff != "" {
+		wantSel := informertest.StateOf(serverPods(ctx, t, admin, metav1.NamespaceAll, metav1.ListOptions{LabelSelector: s}))
+		if diff := cmp.Diff(wantSel, informertest.StateOf(got)); diff != "" {
 			t.Errorf("Lister().List(%q) differs from the server (-server +lister):\n%s", s, truncate(diff, 2000))
 		}
 		if len(got) != len(wantSel) {
@@ -126,8 +127,8 @@ func TestInitialSync(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Namespace(%s).List(%q): %v", ns, s, err)
 			}
-			wantNS := it.StateOfObjects(serverPods(ctx, t, admin, ns, metav1.ListOptions{LabelSelector: s}))
-			if diff := cmp.Diff(wantNS, it.StateOfObjects(got)); diff != "" {
+			wantNS := informertest.StateOf(serverPods(ctx, t, admin, ns, metav1.ListOptions{LabelSelector: s}))
+			if diff := cmp.Diff(wantNS, informertest.StateOf(got)); diff != "" {
 				t.Errorf("Namespace(%s).List(%q) differs from the server (-server +lister):\n%s", ns, s, truncate(diff, 2000))
 			}
 		}
@@ -171,7 +172,7 @@ func TestInitialSync(t *testing.T) {
 		t.Errorf("I8: %d LIST and %d streaming-list requests for one initial sync", reqs.Lists, reqs.WatchLists)
 	}
 	stop()
-	if _, err := inf.AddHandler(rec.Handler()); !errors.Is(err, typed.ErrStopped) {
+	if _, err := inf.AddHandler(rec); !errors.Is(err, typed.ErrStopped) {
 		t.Errorf("AddHandler after Run returned: %v, want ErrStopped", err)
 	}
 }

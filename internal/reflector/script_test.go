@@ -677,7 +677,9 @@ func nextErr(err error) error { return &source.Error{Phase: source.PhaseWatch, E
 var podsGR = schema.GroupResource{Resource: "pods"}
 
 func expired() error { return apierrors.NewResourceExpired("too old resource version: 5 (10)") }
-func gone() error    { return apierrors.NewGone("too old resource version: 5 (10)") }
+
+//lint:ignore SA1019 the old 410 form servers still send
+func gone() error { return apierrors.NewGone("too old resource version: 5 (10)") }
 
 // The three forms of "too large resource version".
 func tooLargeCause() error {

@@ -251,7 +251,7 @@ func waitReady(ctx context.Context, p *process, timeout time.Duration, probe fun
 	defer cancel()
 	ticker := time.NewTicker(100 * time.Millisecond)
 	defer ticker.Stop()
-	lastErr := errors.New("not probed yet")
+	var lastErr error
 	for {
 		if p.exited() {
 			return p.exitError()

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/informertest"
 	it "github.com/typedinformer/informer/internal/informertest"
 	"github.com/typedinformer/informer/source/file"
 	"github.com/typedinformer/informer/typed"
@@ -31,7 +32,7 @@ func TestInformer(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec := it.NewRecorder()
-			reg, err := inf.AddHandler(rec.Handler())
+			reg, err := inf.AddHandler(rec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,10 +48,10 @@ func TestInformer(t *testing.T) {
 				t.Errorf("reported = %v", got)
 			}
 
-			lastEvent := func(name string) it.Event {
+			lastEvent := func(name string) informertest.Event {
 				evs := rec.Events(cache.Key{Namespace: "ns", Name: name})
 				if len(evs) == 0 {
-					return it.Event{}
+					return informertest.Event{}
 				}
 				return evs[len(evs)-1]
 			}
@@ -76,7 +77,7 @@ func TestInformer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			it.ConvergeTo(t, it.StateOfObjects(l.Items), inf.Store(), rec)
+			it.ConvergeTo(t, informertest.StateOf(l.Items), inf.Store(), rec)
 			web, err := inf.Lister().Namespace("ns").List(labels.SelectorFromSet(labels.Set{"app": "web"}))
 			if err != nil {
 				t.Fatal(err)

@@ -56,6 +56,7 @@ func TestListerWatcherList(t *testing.T) {
 	if !ok {
 		t.Fatalf("%T is not a plain cache.ListerWatcher", lw)
 	}
+	//lint:ignore SA1019 the plain lister-watcher interface is what is tested
 	obj, err = plain.List(metav1.ListOptions{Continue: l.Continue})
 	if err != nil {
 		t.Fatal(err)
