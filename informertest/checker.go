@@ -53,7 +53,7 @@ type Options[T cache.Object] struct {
 }
 
 // Checker checks an informer and the handlers it gives out against the
-// invariants of RELIABILITY.md, with the truth listed from a source:
+// invariants of docs/reliability.md, with the truth listed from a source:
 // the fake the informer's source wraps, or a real server. Use one per
 // informer. All methods are safe for concurrent use.
 type Checker[T cache.Object] struct {

@@ -26,7 +26,8 @@
 //	inf, _ := typed.NewInformer(faulty, typed.Options[*corev1.Pod]{ErrorHandler: chk.ErrorHandler})
 //	chk.AddHandler(inf, typed.HandlerOptions{})
 //	inf.AddHandler(myController.Handler()) // the code under test, beside it
-//	go inf.Run(ctx)
+//	g, ctx := errgroup.WithContext(ctx) // golang.org/x/sync/errgroup
+//	g.Go(func() error { return inf.Run(ctx) })
 //	// ... change the fake while the faults happen ...
 //	faulty.Heal()
 //	if err := chk.Converge(ctx, inf); err != nil {

@@ -9,7 +9,8 @@
 //		UpdateFunc: func(old, cur *corev1.Pod) { ... },
 //		DeleteFunc: func(d handler.Deleted[*corev1.Pod]) { ... },
 //	})
-//	go inf.Run(ctx)
+//	g, ctx := errgroup.WithContext(ctx) // golang.org/x/sync/errgroup
+//	g.Go(func() error { return inf.Run(ctx) })
 //	if err := typed.WaitForCacheSync(ctx, inf, reg); err != nil { ... } // says why: Forbidden, NotFound...
 //	pods, err := inf.Lister().Namespace("default").List(selector)
 //
@@ -20,8 +21,9 @@
 // values) before it enters an in-order [fifo.Queue]; one writer pops
 // batches, applies each as one write to the [cache.Writer] and hands every
 // handler its notifications; each handler runs on a goroutine of its own
-// with its own buffer. No stage calls back into an earlier one, and no lock
-// is held while user code or another package's code runs.
+// with its own buffer, and every error goes to Options.ErrorHandler on one
+// goroutine. No stage calls back into an earlier one, and no lock of this
+// module is held while user code runs.
 // docs/architecture.md in the repository draws it.
 //
 // # Guarantees

@@ -1,7 +1,7 @@
 package typed_test
 
 // Reliability tests for bad answers from the source, one per fault of
-// RELIABILITY.md (numbers in the comments). Each names the invariants
+// docs/reliability.md (numbers in the comments). Each names the invariants
 // (I1-I8) it checks. Tests whose behaviour depends on backoff or time run
 // in a synctest bubble: backoffs take no real time and the bubble fails the
 // test if a goroutine is left behind.

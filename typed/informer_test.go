@@ -95,7 +95,7 @@ func TestInformerEndToEnd(t *testing.T) {
 
 // TestInformerFaults drives the informer through random watch cuts, a 410
 // after compaction and missed deletes while objects churn, then checks
-// invariants I1-I4 of RELIABILITY.md for two handlers and bounded LIST
+// invariants I1-I4 of docs/reliability.md for two handlers and bounded LIST
 // calls (I8).
 func TestInformerFaults(t *testing.T) {
 	for _, watchList := range []bool{true, false} {

@@ -24,7 +24,7 @@ import (
 // bookmark 2s before a watch's timeout (and about every minute), so the
 // informer runs with short watch timeouts (5-10s); when the watch times out
 // it re-watches from the bookmark's resourceVersion without a relist
-// (RELIABILITY.md fault 6). Then an informer with Options.NoWatchList
+// (docs/reliability.md fault 6). Then an informer with Options.NoWatchList
 // syncs through LIST.
 func TestBookmarksAndWatchList(t *testing.T) {
 	c := sharedCluster(t)

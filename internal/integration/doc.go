@@ -9,7 +9,7 @@
 // each test checks that it leaves no goroutine behind, and TestMain checks
 // the whole run once the shared cluster is stopped.
 //
-// Scenarios, each checking the invariants of RELIABILITY.md that apply
+// Scenarios, each checking the invariants of docs/reliability.md that apply
 // (I1 convergence, I2 last event is the truth, I3 no time travel, I4 no
 // phantom or duplicate Add, I5 no goroutine left after Run, I8 bounded LIST
 // calls):

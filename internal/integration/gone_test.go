@@ -129,7 +129,7 @@ func (p *pausable[T]) waitBlocked(t *testing.T, bound time.Duration) metav1.List
 // exactly once; every pod deleted in the gap gives each handler exactly one
 // Delete marked final-state-unknown carrying its last known state; a pod
 // re-created under the same name (new UID) gives that Delete and an Add
-// (RELIABILITY.md fault 14); pods created and deleted in the gap are never
+// (docs/reliability.md fault 14); pods created and deleted in the gap are never
 // seen; I1 and I2 hold. Both with the streaming initial list and with
 // LIST (Options.NoWatchList), on one cluster.
 func TestGoneAfterCompaction(t *testing.T) {

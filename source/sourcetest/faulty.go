@@ -46,7 +46,7 @@ type FaultOptions struct {
 // seeded random plan or a script (FaultOptions), in the forms a real API
 // server and connection produce them: see FaultKind. It works in front
 // of any source, the module's adapters of a real server included, and
-// keeps what the invariant checks of RELIABILITY.md need: a log of every
+// keeps what the invariant checks of docs/reliability.md need: a log of every
 // fault with its position (Log), the plan to replay it (Plan), and
 // request counts (Requests). It implements source.Source, with the
 // wrapped source's Info. It is safe for concurrent use.
@@ -70,7 +70,7 @@ type Faulty[T cache.Object] struct {
 }
 
 // Requests counts what a Faulty source was asked and answered: with the
-// fault log, what RELIABILITY.md's I8 (bounded load) is checked from.
+// fault log, what docs/reliability.md's I8 (bounded load) is checked from.
 type Requests struct {
 	// Lists and Watches count List and Watch calls (pages count one each,
 	// streaming lists are Watches); StreamingLists counts the Watches with
