@@ -70,3 +70,38 @@ func ExampleNewChecker() {
 	// #1 500@watch#1 watch 1 after rv "" scripted
 	// adds 3, deletes 1, reported errors 1
 }
+
+// A Recorder is a handler that checks every call it gets against the ones
+// before and keeps them by key: give it to an informer beside the handler
+// under test, then compare its view with what the source holds.
+func ExampleNewRecorder() {
+	fake := sourcetest.NewFake(sourcetest.FakeOptions[*corev1.Pod]{Objects: []*corev1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "cart"}},
+	}})
+	rec := informertest.NewRecorder[*corev1.Pod](informertest.RecorderOptions{CheckMutations: true})
+	inf, err := typed.NewInformer[*corev1.Pod](fake, typed.Options[*corev1.Pod]{})
+	if err != nil {
+		panic(err)
+	}
+	reg, _ := inf.AddHandler(rec)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- inf.Run(ctx) }()
+	if err := typed.WaitForCacheSync(ctx, inf, reg); err != nil {
+		panic(err)
+	}
+	_, _ = fake.Delete(cache.Key{Namespace: "shop", Name: "cart"})
+	for len(rec.Replay()) != 0 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+	for _, e := range rec.Events(cache.Key{Namespace: "shop", Name: "cart"}) {
+		fmt.Println(e.Kind, e.Initial)
+	}
+	fmt.Println("violations:", len(rec.Violations()))
+	// Output:
+	// add true
+	// delete false
+	// violations: 0
+}

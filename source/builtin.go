@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 )
@@ -88,7 +89,9 @@ func discover(rc *rest.RESTClient, apiPath string, gvk schema.GroupVersionKind) 
 		path = []string{apiPath, gvk.Version}
 	}
 	noMatch := &meta.NoKindMatchError{GroupKind: gvk.GroupKind(), SearchedVersions: []string{gvk.Version}}
-	body, err := rc.Get().AbsPath(path...).Do(ctx).Raw()
+	// JSON whatever the source's wire format: the server answers in the first
+	// format the client accepts, and the document is read here as JSON.
+	body, err := rc.Get().AbsPath(path...).SetHeader("Accept", runtime.ContentTypeJSON).Do(ctx).Raw()
 	switch {
 	case apierrors.IsNotFound(err):
 		return schema.GroupVersionResource{}, false, noMatch // the group version is not served

@@ -80,7 +80,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	var ns string
 	switch p := r.URL.Path; {
 	case p == "/api" || p == "/apis" || p == "/api/v1":
-		discovery(w, p)
+		discovery(w, p, strings.Contains(r.Header.Get("Accept"), runtime.ContentTypeProtobuf))
 		return
 	case p == "/api/v1/pods":
 	case strings.HasPrefix(p, "/api/v1/namespaces/") && strings.HasSuffix(p, "/pods"):
@@ -198,21 +198,27 @@ func ProtoFrame(typ watch.EventType, obj runtime.Object) []byte {
 }
 
 // discovery serves the legacy discovery documents: the core group with
-// pods and nodes.
-func discovery(w http.ResponseWriter, path string) {
-	var doc any
+// pods and nodes, in protobuf when the client accepts it, as the API server
+// does.
+func discovery(w http.ResponseWriter, path string, proto bool) {
+	var doc runtime.Object
 	switch path {
 	case "/api":
-		doc = metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"}}
+		doc = &metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"}}
 	case "/apis":
-		doc = metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
+		doc = &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
 	default:
 		verbs := metav1.Verbs{"get", "list", "watch"}
-		doc = metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: "v1",
+		doc = &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: "v1",
 			APIResources: []metav1.APIResource{
 				{Name: "pods", Namespaced: true, Kind: "Pod", Verbs: verbs},
 				{Name: "nodes", Namespaced: false, Kind: "Node", Verbs: verbs},
 			}}
+	}
+	if proto {
+		w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
+		_, _ = w.Write(EncodeProto(doc))
+		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(doc)
