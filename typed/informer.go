@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,9 @@ var (
 	ErrRunning = errors.New("typed: already running")
 	// ErrHandlerPanic wraps the value of a recovered handler panic.
 	ErrHandlerPanic = errors.New("typed: handler panicked")
+	// ErrHandlerStuck is wrapped by the error Run reports for a handler
+	// still in a call Options.StopTimeout after the informer began to stop.
+	ErrHandlerStuck = errors.New("typed: handler stuck")
 	// ErrTransformPanic wraps the value of a recovered Options.Transform
 	// panic.
 	ErrTransformPanic = errors.New("typed: transform panicked")
@@ -105,11 +109,12 @@ type Informer[T cache.Object] struct {
 	moves       progress
 	shardListed atomic.Bool
 
-	mu        sync.Mutex
-	state     state
-	regs      map[*Registration]*listener[T]
-	nextID    int
-	listeners sync.WaitGroup // listener goroutines
+	mu     sync.Mutex
+	state  state
+	regs   map[*Registration]*listener[T]
+	nextID int
+	live   map[*listener[T]]struct{} // listeners whose goroutine runs
+	exited chan struct{}             // closed and replaced when one ends; under mu
 }
 
 // NewInformer returns an informer for the objects of src. It does nothing
@@ -200,7 +205,10 @@ func requestOptions[T cache.Object](opts Options[T]) (func(*metav1.ListOptions),
 func (inf *Informer[T]) Name() string { return inf.name }
 
 // Run starts the informer and blocks until ctx ends; it then stops every
-// goroutine it started and returns nil. It returns an error when the
+// goroutine it started and returns nil. A handler call in progress when
+// ctx ends is waited for up to Options.StopTimeout; one still running then
+// is reported (ErrHandlerStuck, naming the handler) and left to return on
+// its own, with nothing more delivered to it. It returns an error when the
 // informer cannot go on: the source refused the first list as a malformed
 // request, which no retry can fix. Run returns ErrRunning while the
 // informer runs and ErrStopped after it ran.
@@ -258,8 +266,12 @@ func (inf *Informer[T]) Run(ctx context.Context) error {
 	for _, l := range hs {
 		l.shutdown()
 	}
-	inf.listeners.Wait()
-	if inf.mutations != nil {
+	if stuck := inf.waitListeners(); len(stuck) > 0 {
+		for _, name := range stuck {
+			inf.reportAsync(fmt.Errorf("handler %s: still in a call %v after the informer began to stop; Run returns and the call is left to end on its own: %w",
+				name, stopTimeout(inf.opts.StopTimeout), ErrHandlerStuck))
+		}
+	} else if inf.mutations != nil {
 		inf.checkMutations(inf.reportAsync) // no handler runs any more: a last look at what they did
 	}
 	close(inf.reported)
@@ -270,11 +282,52 @@ func (inf *Informer[T]) Run(ctx context.Context) error {
 
 // startListener starts l's goroutine; the caller holds mu while running.
 func (inf *Informer[T]) startListener(l *listener[T]) {
-	inf.listeners.Add(1)
+	if inf.live == nil {
+		inf.live, inf.exited = map[*listener[T]]struct{}{}, make(chan struct{})
+	}
+	inf.live[l] = struct{}{}
 	go func() {
-		defer inf.listeners.Done()
+		defer func() {
+			inf.mu.Lock()
+			delete(inf.live, l)
+			close(inf.exited)
+			inf.exited = make(chan struct{})
+			inf.mu.Unlock()
+		}()
 		l.run()
 	}()
+}
+
+// waitListeners waits, bounded by Options.StopTimeout, until every
+// listener goroutine has ended (each was shut down, so each ends once the
+// call it is in returns), and returns the names of those still running.
+func (inf *Informer[T]) waitListeners() []string {
+	var expired <-chan time.Time
+	if d := stopTimeout(inf.opts.StopTimeout); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		expired = t.C
+	}
+	for {
+		inf.mu.Lock()
+		n, ch := len(inf.live), inf.exited
+		inf.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-expired:
+			inf.mu.Lock()
+			defer inf.mu.Unlock()
+			var names []string
+			for l := range inf.live {
+				names = append(names, l.name)
+			}
+			slices.Sort(names)
+			return names
+		}
+	}
 }
 
 // errorBuffer is how many errors wait for the reporter before the writer

@@ -107,6 +107,13 @@ type Options[T cache.Object] struct {
 	// involved and repairs it with a relist. See ConsistencyError.
 	// Default: 0, off.
 	ConsistencyCheck time.Duration
+	// StopTimeout bounds how long Run, once ctx has ended, waits for the
+	// handler calls in progress to return. A handler still in a call then
+	// is reported to ErrorHandler by name (an error wrapping
+	// ErrHandlerStuck) and left to return on its own goroutine, which
+	// delivers nothing more; Run returns. Default (0):
+	// DefaultStopTimeout; negative: wait for every call, without bound.
+	StopTimeout time.Duration
 	// DetectMutations makes the informer keep a deep copy of every object
 	// it caches and compare them every MutationCheckPeriod and when Run
 	// returns: an object changed in the cache (by a handler or a reader
@@ -134,10 +141,25 @@ type Options[T cache.Object] struct {
 // not trip it.
 const DefaultWatchIdleTimeout = 150 * time.Second
 
+// DefaultStopTimeout is the default of Options.StopTimeout: well inside a
+// pod's default termination grace period of 30 seconds.
+const DefaultStopTimeout = 10 * time.Second
+
 // ErrWatchIdle is wrapped by the error reported when a watch delivered
 // nothing for Options.WatchIdleTimeout and was stopped; the informer
 // watches again from its last resourceVersion.
 var ErrWatchIdle = errors.New("typed: watch idle")
+
+// stopTimeout is Run's bound for Options.StopTimeout; 0: none.
+func stopTimeout(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return DefaultStopTimeout
+	case d < 0:
+		return 0
+	}
+	return d
+}
 
 // idleTimeout is the reflector's idle timeout for Options.WatchIdleTimeout.
 func idleTimeout(d time.Duration) time.Duration {

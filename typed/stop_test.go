@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -119,5 +121,69 @@ func TestReliabilityStopAtRandomMoments(t *testing.T) {
 	}
 	if len(problems) > 0 {
 		t.Errorf("%d violations, first: %v", len(problems), problems[:min(10, len(problems))])
+	}
+}
+
+// TestRunReturnsWithAStuckHandler: a handler that never returns does not
+// keep Run from returning, removed or not. Run waits Options.StopTimeout
+// for it, reports it by name as ErrHandlerStuck and returns; the handler's
+// goroutine ends when the call returns, and hears of nothing after.
+func TestRunReturnsWithAStuckHandler(t *testing.T) {
+	for _, remove := range []bool{false, true} {
+		t.Run(fmt.Sprintf("removed=%v", remove), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fake := fakeOf(sourcetest.FakeOptions[*corev1.Pod]{}, it.Pod("a", "a1", nil))
+				var errs []error
+				inf := mustInformer(t, fake, typed.Options[*corev1.Pod]{
+					StopTimeout:  3 * time.Second,
+					ErrorHandler: func(err error) { errs = append(errs, err) },
+				})
+				release := make(chan struct{})
+				var calls atomic.Int32
+				reg, err := inf.AddHandlerWithOptions(handler.Funcs[*corev1.Pod]{
+					UpdateFunc: func(_, _ *corev1.Pod) {
+						if calls.Add(1) == 1 {
+							<-release
+						}
+					},
+				}, typed.HandlerOptions{Name: "stuck"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(t.Context())
+				ran := make(chan error, 1)
+				go func() { ran <- inf.Run(ctx) }()
+				if err := typed.WaitForCacheSync(t.Context(), inf, reg); err != nil {
+					t.Fatal(err)
+				}
+				for i := range 2 {
+					if _, err := fake.Update(it.Pod("a", "a1", map[string]string{"n": fmt.Sprint(i)})); err != nil {
+						t.Fatal(err)
+					}
+				}
+				synctest.Wait() // the first update's call is stuck, the second queued
+				if remove {
+					if err := inf.RemoveHandler(reg); err != nil {
+						t.Fatal(err)
+					}
+				}
+				start := time.Now()
+				cancel()
+				if err := <-ran; err != nil {
+					t.Fatalf("Run = %v", err)
+				}
+				if waited := time.Since(start); waited != 3*time.Second {
+					t.Errorf("Run returned %v after cancel, want StopTimeout (3s; fake time)", waited)
+				}
+				if len(errs) != 1 || !errors.Is(errs[0], typed.ErrHandlerStuck) || !strings.Contains(errs[0].Error(), "handler stuck") {
+					t.Errorf("errors %v, want one ErrHandlerStuck naming the handler", errs)
+				}
+				close(release)
+				synctest.Wait() // the handler's goroutine ends (the bubble checks none is left)
+				if n := calls.Load(); n != 1 {
+					t.Errorf("%d calls, want 1: nothing is delivered after Run returned", n)
+				}
+			})
+		})
 	}
 }
