@@ -9,7 +9,8 @@
 //	mux := http.NewServeMux()
 //	mux.Handle("/readyz", ready)
 //	mux.Handle("/debug/informers", page)
-//	go http.ListenAndServe("127.0.0.1:8081", mux) // a private port
+//	srv := &http.Server{Addr: "127.0.0.1:8081", Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+//	go srv.ListenAndServe() // a private port
 //
 // # Registry
 //
@@ -26,9 +27,10 @@
 // ReadinessOptions.ErrorThreshold (permissions revoked, the CRD deleted: the
 // informer keeps its last cache and retries), and once an informer has
 // stopped. It passes again when the errors stop. The body names each
-// informer that is not ready, its error and since when. It is an
-// http.Handler and has the Name and Check methods of Kubernetes'
-// healthz-style checkers, so it can be added to such an endpoint.
+// informer that is not ready, its error (as under "Error text") and since
+// when. It is an http.Handler for GET and HEAD (405 for other methods) and
+// has the Name and Check methods of Kubernetes' healthz-style checkers, so
+// it can be added to such an endpoint.
 //
 // # Debug page
 //
@@ -38,14 +40,22 @@
 // # Error text
 //
 // An error's text can carry more than the request's story: a decoder's
-// message may quote a value of the object it failed on, and a Transform or
+// message may quote a value of the object it failed on, a conversion
+// webhook's or a proxy's reply may quote an object, and a Transform or
 // index function writes what it likes. By default the page, the JSON and the
-// health body show the text of API server errors (Forbidden, NotFound,
-// Gone...: about the request, not an object's content) and of connection
-// errors; of a refused object they show its namespace and name only, and of
-// a malformed or mistyped object, or any other error, only what kind of
-// error it is. Every text is cut to Options.MaxErrorBytes. Options.ErrorText
-// changes the rule; the informer's ErrorHandler still gets every full error.
+// health body show of an API server error its reason and HTTP code
+// ("Forbidden (403)") and its message only for the reasons whose message is
+// the server's own text about the request (Forbidden, NotFound, Gone,
+// Expired, TooManyRequests, Timeout, ServiceUnavailable...), not for
+// InternalError, Invalid, BadRequest, Conflict, StorageReadError, Unknown
+// or a reason the API does not define (shown as "Other"), nor when the
+// message quotes a reply that was not a Status. Of a connection error they
+// show its text; of a refused object its namespace and name only; of a
+// malformed or mistyped object, or any other error, only what kind of error
+// it is. Every text is stripped of control and format characters, made
+// valid UTF-8 and cut to Options.MaxErrorBytes. Options.ErrorText changes
+// the rule; the informer's ErrorHandler still gets every full error, for
+// the logs.
 //
 // # Serving
 //

@@ -28,11 +28,12 @@ func quoting(s *corev1.Secret) string {
 	return fmt.Sprintf("data %q annotation %q labels %v", s.Data["password"], s.Annotations["note"], s.Labels)
 }
 
-// TestErrorText: which errors the registry shows in full (server and
-// connection errors), which only by kind (what may quote an object), and
-// that every text is bounded.
+// TestErrorText: which errors the registry shows in full (the API server's
+// own messages, with reason and code, and connection errors), which only by
+// kind (what may quote an object), and that every text is bounded.
 func TestErrorText(t *testing.T) {
-	long := apierrors.NewInternalError(errors.New(strings.Repeat("é", 400)))
+	long := apierrors.NewForbidden(secretsGR, "", errors.New(strings.Repeat("é", 400)))
+	const longPrefix = "list: Forbidden (403): secrets is forbidden: "
 	cases := []struct {
 		name      string
 		listErr   error
@@ -42,9 +43,9 @@ func TestErrorText(t *testing.T) {
 		reason    string
 	}{
 		{name: "forbidden", listErr: forbidden(), reason: "Forbidden",
-			want: `list: secrets is forbidden: User "system:serviceaccount:shop:ctrl" cannot watch resource "secrets"`},
+			want: `list: Forbidden (403): secrets is forbidden: User "system:serviceaccount:shop:ctrl" cannot watch resource "secrets"`},
 		{name: "not found", listErr: apierrors.NewNotFound(secretsGR, ""), reason: "NotFound",
-			want: `list: secrets "" not found`},
+			want: `list: NotFound (404): secrets "" not found`},
 		{name: "connection refused", listErr: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED},
 			want: `list: dial tcp: connection refused`},
 		{name: "malformed, quoting the object", listErr: fmt.Errorf("%w: %s", source.ErrMalformed, quoting(secret("shop", "x"))),
@@ -56,8 +57,10 @@ func TestErrorText(t *testing.T) {
 		{name: "own rule, bounded", listErr: forbidden(), reason: "Forbidden",
 			opts: httpinfo.Options{ErrorText: func(err error) string { return "custom:\n" + err.Error() }, MaxErrorBytes: 20},
 			want: "custom: list: sec…"},
-		{name: "long server message", listErr: long, reason: "InternalError",
-			want: "list: " + long.ErrStatus.Message[:httpinfo.DefaultMaxErrorBytes-len("list: ")-len("…")] + "…"},
+		{name: "internal error", listErr: apierrors.NewInternalError(errors.New(quoting(secret("shop", "x")))), reason: "InternalError",
+			want: `list: InternalError (500) (text withheld: it may quote an object; the informer's ErrorHandler gets it)`},
+		{name: "long server message", listErr: long, reason: "Forbidden",
+			want: longPrefix + strings.Repeat("é", (httpinfo.DefaultMaxErrorBytes-len(longPrefix)-len("…"))/2) + "…"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

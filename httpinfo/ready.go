@@ -60,7 +60,8 @@ func NewReadiness(r *Registry, opts ReadinessOptions) (*Readiness, error) {
 
 // NotReadyError is the error of a failed check: one reason per informer or
 // handler that is not ready, such as
-// `informer "secrets": failing since 2026-01-02T15:04:05Z (3m0s): list: secrets is forbidden: ...`.
+// `informer "secrets": failing since 2026-01-02T15:04:05Z (3m0s): list: Forbidden (403): secrets is forbidden: ...`.
+// Each error is the text of ErrorStatus.Text.
 type NotReadyError struct {
 	// Reasons are the lines of the report, in registration order.
 	Reasons []string
@@ -123,8 +124,14 @@ func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // ServeHTTP answers 200 with "ok", or 503 with one reason a line. With the
 // query parameter verbose it lists every informer, "[+]name ok" or
-// "[-]name" and the reasons, as Kubernetes' health endpoints do.
+// "[-]name" and the reasons, as Kubernetes' health endpoints do. It answers
+// GET and HEAD, and any other method with 405 and an Allow header.
 func (c *Readiness) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
 	s := c.reg.Snapshot()
 	var b strings.Builder
 	ready := true

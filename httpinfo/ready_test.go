@@ -218,3 +218,31 @@ func TestNewReadinessErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestReadinessMethods: the check answers GET and HEAD; any other method
+// gets 405 with an Allow header, as the page does.
+func TestReadinessMethods(t *testing.T) {
+	ready, err := httpinfo.NewReadiness(newRegistry(t), httpinfo.ReadinessOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		method string
+		code   int
+		allow  string
+	}{
+		{http.MethodGet, http.StatusOK, ""},
+		{http.MethodHead, http.StatusOK, ""},
+		{http.MethodPost, http.StatusMethodNotAllowed, "GET, HEAD"},
+		{http.MethodPut, http.StatusMethodNotAllowed, "GET, HEAD"},
+		{http.MethodDelete, http.StatusMethodNotAllowed, "GET, HEAD"},
+		{http.MethodOptions, http.StatusMethodNotAllowed, "GET, HEAD"},
+	}
+	for _, tc := range cases {
+		rec := httptest.NewRecorder()
+		ready.ServeHTTP(rec, httptest.NewRequest(tc.method, "/readyz", nil))
+		if rec.Code != tc.code || rec.Header().Get("Allow") != tc.allow {
+			t.Errorf("%s: %d, Allow %q; want %d, Allow %q", tc.method, rec.Code, rec.Header().Get("Allow"), tc.code, tc.allow)
+		}
+	}
+}

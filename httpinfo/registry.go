@@ -13,8 +13,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/metrics"
 	"github.com/typedinformer/informer/source"
@@ -50,10 +48,12 @@ type Options struct {
 	// ErrorText turns an informer's last error into the text the page, the
 	// JSON and the health body show; its result is still cut to
 	// MaxErrorBytes. Default: the redaction the package documentation
-	// describes under "Error text" (API server errors and connection errors
-	// are shown, errors that may quote an object are not).
+	// describes under "Error text" (API server errors by reason and code,
+	// with the message only where it is the server's own text; connection
+	// errors; not errors that may quote an object).
 	ErrorText func(error) string
-	// MaxErrorBytes bounds every error text. Default (0):
+	// MaxErrorBytes bounds every error text, which is also stripped of
+	// control and format characters and made valid UTF-8. Default (0):
 	// DefaultMaxErrorBytes. Negative is an error.
 	MaxErrorBytes int
 }
@@ -245,8 +245,12 @@ type ErrorStatus struct {
 	// Options.MaxErrorBytes long.
 	Text string `json:"text"`
 	// Reason is the API server's reason (Forbidden, NotFound...) for an
-	// error from the server, else empty.
+	// error from the server, else empty: one of the reasons of
+	// k8s.io/apimachinery/pkg/apis/meta/v1 ("Unknown" for the empty one),
+	// or "Other" for any other.
 	Reason string `json:"reason,omitempty"`
+	// Code is the HTTP status code of an error from the server, else 0.
+	Code int32 `json:"code,omitempty"`
 	// Since is when the current run of errors began.
 	Since time.Time `json:"since"`
 	// Last is when the last error happened.
@@ -295,10 +299,12 @@ func (e *Entry) status(now time.Time) InformerStatus {
 	}
 	if st.LastError != nil {
 		is.Error = &ErrorStatus{
-			Text:   e.reg.text(st.LastError),
-			Reason: reason(st.LastError),
-			Since:  st.StaleSince,
-			Last:   st.LastErrorTime,
+			Text:  e.reg.text(st.LastError),
+			Since: st.StaleSince,
+			Last:  st.LastErrorTime,
+		}
+		if as, ok := apiStatus(st.LastError); ok {
+			is.Error.Reason, is.Error.Code = reasonOf(as), as.Code
 		}
 		if is.Error.Since.IsZero() {
 			is.Error.Since = st.LastErrorTime
@@ -333,15 +339,19 @@ func isClosed(c <-chan struct{}) bool {
 	}
 }
 
-// text is the error text the registry shows: ErrorText's, with control
-// characters replaced and cut to MaxErrorBytes on a rune boundary.
+// text is the error text the registry shows: ErrorText's, sanitised and
+// bounded (bound).
 func (r *Registry) text(err error) string {
 	return bound(r.errorText(err), r.maxError)
 }
 
+// bound replaces with a space every rune that is not graphic (control and
+// format characters, line and paragraph separators) and every byte that is
+// not valid UTF-8, then cuts s to at most n bytes on a rune boundary,
+// ending in an ellipsis when it was cut and n has room for one.
 func bound(s string, n int) string {
 	s = strings.Map(func(c rune) rune {
-		if unicode.IsControl(c) || c == utf8.RuneError {
+		if !unicode.IsGraphic(c) || c == utf8.RuneError {
 			return ' '
 		}
 		return c
@@ -350,22 +360,28 @@ func bound(s string, n int) string {
 		return s
 	}
 	const ellipsis = "…"
-	cut := max(n-len(ellipsis), 0)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	end := ""
+	if n >= len(ellipsis) {
+		n, end = n-len(ellipsis), ellipsis
 	}
-	return s[:cut] + ellipsis
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + end
 }
 
 // withheld is the text of an error whose message may quote an object.
 const withheld = "(text withheld: it may quote an object; the informer's ErrorHandler gets it)"
 
 // redact is the default Options.ErrorText. It shows the text of errors
-// whose text this module or the API server wrote about the request, and
-// only the kind of the others, whose text may quote an object: a refused
-// object (Transform or an index function failed: their message is the
-// user's), or a malformed or mistyped object from the source (a decoder's
-// message can quote a value).
+// whose text this module, the Go runtime or the API server wrote about the
+// request, and only the kind of the others, whose text may quote an
+// object: a refused object (Transform or an index function failed: their
+// message is the user's), a malformed or mistyped object from the source
+// (a decoder's message can quote a value), an API status whose message is
+// not the server's own text (statusText), or any other error. Of a
+// connection error it shows the connection error's own text, not what
+// wrapped it.
 func redact(err error) string {
 	phase := ""
 	var se *source.Error
@@ -388,23 +404,17 @@ func redact(err error) string {
 			return phase + s.Error() + " " + withheld
 		}
 	}
-	var status apierrors.APIStatus
-	if errors.As(err, &status) {
-		return phase + status.Status().Message
+	if st, ok := apiStatus(err); ok {
+		return phase + statusText(st)
 	}
 	var ne net.Error
-	if errors.As(err, &ne) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, source.ErrWatchClosed) {
-		return err.Error()
+	if errors.As(err, &ne) {
+		return phase + ne.Error()
+	}
+	for _, s := range []error{context.Canceled, context.DeadlineExceeded, io.EOF, io.ErrUnexpectedEOF, source.ErrWatchClosed} {
+		if errors.Is(err, s) {
+			return phase + s.Error()
+		}
 	}
 	return phase + "error " + withheld
-}
-
-// reason is the API server's reason for err, or "".
-func reason(err error) string {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
-		return ""
-	}
-	return string(status.Status().Reason)
 }

@@ -19,7 +19,10 @@
 // Values the informer keeps (counters, the last error, queue length,
 // resourceVersion, handlers) are read from it when the registry is
 // gathered; latency, events by type and errors by reason are counted as
-// the informer reports them.
+// the informer reports them. The reason label of informer_errors_total
+// takes only the reasons k8s.io/apimachinery/pkg/apis/meta/v1 defines,
+// "Unknown" (not an API status) and "Other" (any other reason a server
+// sent), so its series are bounded.
 //
 // # Workqueue metrics
 //
@@ -94,7 +97,7 @@ func New(reg prometheus.Registerer, opts Options) (*Metrics, error) {
 		}, append(informerLabels[:4:4], "type")),
 		errs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "informer_errors_total",
-			Help: "List, watch and write errors the informer recovered from, by API reason (Unknown when the error is not an API status).",
+			Help: "List, watch and write errors the informer recovered from, by API reason (Unknown when the error is not an API status, Other for a reason the API does not define).",
 		}, append(informerLabels[:4:4], "reason")),
 		wq:        newWorkqueueProvider(opts.WorkqueueBuckets),
 		informers: map[metrics.Informer][]*registration{},
@@ -163,11 +166,11 @@ func add(c prometheus.Counter, n int) {
 	}
 }
 
-// ObserveError implements metrics.Recorder.
+// ObserveError implements metrics.Recorder. The reason label is one of
+// the API's reasons, "Unknown" for an error that is not an API status, or
+// "Other" for any other reason (reasonLabel).
 func (r *registration) ObserveError(reason string) {
-	if reason == "" {
-		reason = "Unknown"
-	}
+	reason = reasonLabel(reason)
 	r.errMu.Lock()
 	c, ok := r.errsByReason[reason]
 	if !ok {
