@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/typedinformer/informer/cache"
@@ -295,7 +296,7 @@ func (s *Informer[T]) follow(ctx context.Context) {
 func (s *Informer[T]) move(ctx context.Context, keep, next *Range) {
 	mctx, cancel := context.WithTimeout(ctx, s.opts.HandoffTimeout)
 	defer cancel()
-	if err := s.inf.Move(mctx, s.shard(keep), s.shard(next)); err != nil && ctx.Err() == nil {
+	if err := s.inf.Move(mctx, s.held(keep), s.shard(next)); err != nil && ctx.Err() == nil {
 		s.report(ctx, fmt.Errorf("sharding: move to %v: %w", next, err))
 	}
 }
@@ -307,6 +308,29 @@ func (s *Informer[T]) shard(r *Range) typed.Shard {
 		return nil
 	}
 	return Shard{Key: s.opts.Key, Range: *r}
+}
+
+// held is what the informer holds on to of r (the keep of a Move): r's
+// objects while the replica's Lease is its own by its clock, none after.
+// The listeners ask before every delivery, so a replica that resumes
+// after a pause longer than its Lease delivers nothing that was queued
+// before it, even before its membership notices and it moves out.
+func (s *Informer[T]) held(r *Range) typed.Shard {
+	if r == nil {
+		return nil
+	}
+	return fenced{Shard: Shard{Key: s.opts.Key, Range: *r}, m: s.m}
+}
+
+// fenced is a Shard held on to only while the membership's Lease lasts.
+type fenced struct {
+	Shard
+	m *Membership
+}
+
+// Contains reports whether obj is in the shard and the Lease unexpired.
+func (f fenced) Contains(obj metav1.Object) bool {
+	return f.m.leased(time.Now()) && f.Shard.Contains(obj)
 }
 
 // claim records r in the Lease, and in *claimed once written.

@@ -140,11 +140,16 @@ type Membership struct {
 	writeMu sync.Mutex // serialises writes of the own Lease
 	own     *coordinationv1.Lease
 
+	// leasedUntil is when the own Lease expires by this replica's clock
+	// (UnixNano), for the fence of every delivery (Informer.shard).
+	leasedUntil atomic.Int64
+
 	mu        sync.Mutex
 	view      Assignment
 	summary   string
 	changed   chan struct{}
 	renewedAt time.Time // start of the last successful renewal
+	lapsedAt  time.Time // when a renewal found the Lease lapsed with a range held; zero once renewed
 	held      *Range
 	seenHeld  map[string]Range // the last held range seen per identity
 	releases  []release        // recent releases, oldest first
@@ -273,6 +278,7 @@ func (m *Membership) Run(ctx context.Context) error {
 	defer expiry.Stop()
 	m.renew(ctx)
 	for {
+		m.fenced(ctx, time.Now())
 		next := m.recompute(time.Now())
 		expiry.Reset(time.Until(next))
 		select {
@@ -287,6 +293,9 @@ func (m *Membership) Run(ctx context.Context) error {
 		case <-renew.C:
 			m.renew(ctx)
 		case <-m.kick:
+			if m.rejoining() {
+				m.renew(ctx)
+			}
 		case <-expiry.C:
 		}
 	}
@@ -309,9 +318,19 @@ func (m *Membership) report(ctx context.Context, err error) {
 	klog.FromContext(ctx).Error(err, "sharding membership", "group", m.opts.Group, "identity", m.opts.Identity)
 }
 
-// renew renews the own Lease, creating it if needed.
+// renew renews the own Lease, creating it if needed: unless the Lease
+// lapsed by this replica's own clock (the process was paused, or could not
+// reach the server for a lease duration) while the replica claims a range.
+// The others may have taken that range over since, so the replica first
+// gives it up, as for any reshard (its assignment says it is no member;
+// the Informer moves to nothing and claims nothing), and only then renews,
+// joining the group again as a new member. A renewal that returns after
+// the Lease it renews lapsed counts for nothing: the others saw it expire.
 func (m *Membership) renew(ctx context.Context) {
 	start := time.Now()
+	if m.fenced(ctx, start) {
+		return
+	}
 	_, err := m.write(ctx, func(l *coordinationv1.Lease) {
 		l.Spec.RenewTime = &metav1.MicroTime{Time: start}
 	})
@@ -321,9 +340,50 @@ func (m *Membership) renew(ctx context.Context) {
 		}
 		return
 	}
+	if m.fenced(ctx, time.Now()) {
+		return
+	}
 	m.mu.Lock()
-	m.renewedAt = start
+	m.renewedAt, m.lapsedAt = start, time.Time{}
 	m.mu.Unlock()
+	m.leasedUntil.Store(start.Add(m.opts.LeaseDuration).UnixNano())
+	m.poke()
+}
+
+// fenced reports whether the own Lease lapsed by this replica's clock at
+// now while the replica claims a range, and reports the lapse the first
+// time it finds it.
+func (m *Membership) fenced(ctx context.Context, now time.Time) bool {
+	m.mu.Lock()
+	lapsed := !m.renewedAt.IsZero() && !now.Before(m.renewedAt.Add(m.opts.LeaseDuration))
+	fence := lapsed && m.held != nil
+	first := fence && m.lapsedAt.IsZero()
+	if first {
+		m.lapsedAt = now
+	}
+	expired, held := m.renewedAt.Add(m.opts.LeaseDuration), m.held
+	m.mu.Unlock()
+	if first {
+		m.report(ctx, fmt.Errorf("sharding: Lease %s/%s lapsed %v ago by this replica's clock (paused, or cut off from the server): giving range %v up before renewing",
+			m.opts.Namespace, m.name, now.Sub(expired).Round(time.Millisecond), *held))
+	}
+	return fence
+}
+
+// rejoining reports whether the Lease lapsed with a range held and the
+// range has been given up since: the replica can renew.
+func (m *Membership) rejoining() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !m.lapsedAt.IsZero() && m.held == nil
+}
+
+// leased reports whether the own Lease is unexpired at now by this
+// replica's clock. Another replica may take over this one's range once the
+// Lease expires by its own clock, from the renewal's start: the two agree
+// but for the clocks' skew.
+func (m *Membership) leased(now time.Time) bool {
+	return now.UnixNano() < m.leasedUntil.Load()
 }
 
 // write applies change to the own Lease and stores it, creating it first
@@ -445,6 +505,9 @@ func (m *Membership) Claim(ctx context.Context, r *Range) error {
 	})
 	if err != nil {
 		return fmt.Errorf("sharding: claim %v: %w", r, err)
+	}
+	if r == nil {
+		m.poke() // a replica whose Lease lapsed can now renew it
 	}
 	if rv == "" {
 		// A server that hands out no versions (a fake): nothing to wait for.

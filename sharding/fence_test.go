@@ -1,0 +1,322 @@
+package sharding_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	coordclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+
+	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/handler"
+	"github.com/typedinformer/informer/sharding"
+	"github.com/typedinformer/informer/source/sourcetest"
+)
+
+// frozenLeases holds every write of a replica's own Lease until thaw: the
+// replica's membership is stuck in a renewal, as a paused process's is
+// (it renews nothing and notices nothing), while the rest of it runs.
+type frozenLeases struct {
+	coordclient.LeasesGetter
+	mu     sync.Mutex
+	frozen chan struct{} // nil: not frozen
+}
+
+func (f *frozenLeases) Leases(ns string) coordclient.LeaseInterface {
+	return frozenLease{LeaseInterface: f.LeasesGetter.Leases(ns), f: f}
+}
+
+func (f *frozenLeases) freeze() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.frozen = make(chan struct{})
+}
+
+func (f *frozenLeases) thaw() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.frozen != nil {
+		close(f.frozen)
+		f.frozen = nil
+	}
+}
+
+func (f *frozenLeases) wait(ctx context.Context) error {
+	f.mu.Lock()
+	ch := f.frozen
+	f.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+type frozenLease struct {
+	coordclient.LeaseInterface
+	f *frozenLeases
+}
+
+// IsWatchListSemanticsUnSupported forwards the fake's: it cannot stream a
+// list.
+func (l frozenLease) IsWatchListSemanticsUnSupported() bool { return true }
+
+func (l frozenLease) Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error) {
+	if err := l.f.wait(ctx); err != nil {
+		return nil, err
+	}
+	return l.LeaseInterface.Get(ctx, name, opts)
+}
+
+func (l frozenLease) Create(ctx context.Context, lease *coordinationv1.Lease, opts metav1.CreateOptions) (*coordinationv1.Lease, error) {
+	if err := l.f.wait(ctx); err != nil {
+		return nil, err
+	}
+	return l.LeaseInterface.Create(ctx, lease, opts)
+}
+
+func (l frozenLease) Update(ctx context.Context, lease *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error) {
+	if err := l.f.wait(ctx); err != nil {
+		return nil, err
+	}
+	return l.LeaseInterface.Update(ctx, lease, opts)
+}
+
+// handled is one handler call of a replica: the object's key and version.
+type handled struct {
+	replica string
+	key     cache.Key
+	rv      int
+	moved   bool
+}
+
+// calls records the handler calls of every replica, in the order made.
+type calls struct {
+	mu  sync.Mutex
+	all []handled
+}
+
+func (c *calls) handler(replica string, gate func()) handler.Handler[*corev1.Pod] {
+	note := func(p *corev1.Pod, moved bool) {
+		rv, _ := strconv.Atoi(p.ResourceVersion)
+		c.mu.Lock()
+		c.all = append(c.all, handled{replica: replica, key: cache.KeyOf(p), rv: rv, moved: moved})
+		c.mu.Unlock()
+		gate() // a paused handler: the call has begun
+	}
+	return handler.Funcs[*corev1.Pod]{
+		AddFunc:    func(p *corev1.Pod, _ bool) { note(p, false) },
+		UpdateFunc: func(_, p *corev1.Pod) { note(p, false) },
+		DeleteFunc: func(d handler.Deleted[*corev1.Pod]) {
+			if d.Object != nil {
+				note(d.Object, d.MovedOut)
+			}
+		},
+	}
+}
+
+// stale returns the calls made by a replica that no longer owned the
+// object: after another replica took it over and handled it at a later
+// version, or at the same version while the first still held it (it never
+// said the object moved out). A moved-out deletion is the notice that a
+// replica gave the object up, and is not one.
+func (c *calls) stale() []handled {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	type state struct {
+		owner   handled         // the last call, unless its replica gave the object up
+		holders map[string]bool // replicas that handled it and did not give it up
+	}
+	objs := map[cache.Key]*state{}
+	var out []handled
+	for _, h := range c.all {
+		s := objs[h.key]
+		if s == nil {
+			s = &state{holders: map[string]bool{}}
+			objs[h.key] = s
+		}
+		if h.moved {
+			delete(s.holders, h.replica)
+			if s.owner.replica == h.replica {
+				s.owner = handled{}
+			}
+			continue
+		}
+		if o := s.owner; o.replica != "" && o.replica != h.replica && (o.rv > h.rv || o.rv == h.rv && s.holders[h.replica]) {
+			out = append(out, h)
+		}
+		s.owner, s.holders[h.replica] = h, true
+	}
+	return out
+}
+
+// TestPausedReplicaIsFenced: replica a is paused (its membership stuck in
+// a renewal, its handler in a call, with updates queued behind it) longer
+// than its Lease; b takes the whole range over and handles the updates.
+// When a's handler resumes, before its membership has noticed anything, a
+// delivers none of what was queued: it checks, before every delivery, that
+// its Lease is unexpired by its own clock. Then it gives its range up,
+// renews and rejoins, and the two split the pods again, with no update
+// handled by a replica that no longer owned the object.
+func TestPausedReplicaIsFenced(t *testing.T) {
+	seed := rand.Uint64()
+	defer func() {
+		if t.Failed() {
+			t.Logf("seed %d", seed)
+		}
+	}()
+	synctest.Test(t, func(t *testing.T) {
+		var pausedMu sync.Mutex
+		var paused chan struct{} // a's handler waits on it while set
+		t.Cleanup(func() {
+			pausedMu.Lock()
+			defer pausedMu.Unlock()
+			if paused != nil {
+				close(paused)
+				paused = nil
+			}
+		})
+		rng := rand.New(rand.NewPCG(seed, 9))
+		src := sourcetest.NewFake(sourcetest.FakeOptions[*corev1.Pod]{})
+		var pods []*corev1.Pod
+		for i := range 100 {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("pod-%d", i),
+				UID: types.UID(fmt.Sprintf("%016x-%016x", rng.Uint64(), rng.Uint64()))}}
+			if _, err := src.Create(p); err != nil {
+				t.Fatal(err)
+			}
+			pods = append(pods, p)
+		}
+		cs := fake.NewClientset()
+		leases := &frozenLeases{LeasesGetter: cs.CoordinationV1()}
+		var rec calls
+		gateA := func() {
+			pausedMu.Lock()
+			ch := paused
+			pausedMu.Unlock()
+			if ch != nil {
+				<-ch
+			}
+		}
+		var errsA []error
+		var errMu sync.Mutex
+		start := func(id string, client coordclient.LeasesGetter, gate func(), onErr func(error)) (*sharding.Informer[*corev1.Pod], func()) {
+			m, err := sharding.NewMembership(client, sharding.Options{Namespace: "shards", Group: "pods", Identity: id,
+				LeaseDuration: 3 * time.Second, ErrorHandler: onErr})
+			if err != nil {
+				t.Fatal(err)
+			}
+			inf, err := sharding.NewInformer(src, m, sharding.InformerOptions[*corev1.Pod]{ErrorHandler: onErr})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := inf.AddHandler(rec.handler(id, gate)); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- inf.Run(ctx) }()
+			var once sync.Once
+			stop := func() {
+				once.Do(func() {
+					leases.thaw()
+					cancel()
+					if err := <-done; err != nil {
+						t.Errorf("replica %s: Run = %v", id, err)
+					}
+				})
+			}
+			t.Cleanup(stop)
+			return inf, stop
+		}
+		var a, b *sharding.Informer[*corev1.Pod]
+		split := func() bool {
+			sa, sb := a.Status(), b.Status()
+			return sa.Active && sa.Synced && sb.Active && sb.Synced && sa.Objects+sb.Objects == len(pods) && sa.Objects > 0 && sb.Objects > 0
+		}
+		waitFor := func(what string, cond func() bool) {
+			t.Helper()
+			for i := 0; !cond(); i++ {
+				if i == 600 {
+					t.Fatalf("%s: not after a minute (fake time): a %+v %+v, b %+v %+v", what, a.Status().Replica, a.Membership().Assignment(), b.Status().Replica, b.Membership().Assignment())
+				}
+				time.Sleep(100 * time.Millisecond)
+				synctest.Wait()
+			}
+		}
+		// One after the other: the fake clientset's watch misses what
+		// happened before it started.
+		a, stopA := start("a", leases, gateA, func(err error) { errMu.Lock(); errsA = append(errsA, err); errMu.Unlock() })
+		waitFor("a to hold every pod", func() bool { s := a.Status(); return s.Active && s.Synced && s.Objects == len(pods) })
+		b, stopB := start("b", cs.CoordinationV1(), func() {}, func(err error) { t.Log("b:", err) })
+		waitFor("a and b to split the pods", split)
+
+		// Pause a: its membership stalls in its next renewal, its handler
+		// in its next call; then every pod changes.
+		leases.freeze()
+		pausedMu.Lock()
+		paused = make(chan struct{})
+		pausedMu.Unlock()
+		for _, p := range pods {
+			q := p.DeepCopy()
+			q.Labels = map[string]string{"v": "1"}
+			if _, err := src.Update(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitFor("b to hold every pod", func() bool { s := b.Status(); return s.Active && s.Synced && s.Objects == len(pods) })
+
+		// a resumes its handler first: its membership is still stuck.
+		pausedMu.Lock()
+		close(paused)
+		paused = nil
+		pausedMu.Unlock()
+		synctest.Wait()
+		if st := rec.stale(); len(st) != 0 {
+			t.Errorf("%d updates handled by a replica that no longer owned the object, first %+v", len(st), st[0])
+		}
+		// Then its membership: it gives its range up, rejoins, and the two
+		// split the pods again.
+		leases.thaw()
+		waitFor("a to rejoin and the two to split the pods again", split)
+		if st := rec.stale(); len(st) != 0 {
+			t.Errorf("after the rejoin, %d updates handled by a replica that no longer owned the object, first %+v", len(st), st[0])
+		}
+		errMu.Lock()
+		var lapsed bool
+		for _, err := range errsA {
+			lapsed = lapsed || !errors.Is(err, context.Canceled) && containsAll(err.Error(), "lapsed", "giving range")
+		}
+		errMu.Unlock()
+		if !lapsed {
+			t.Errorf("a's errors %v: none says its Lease lapsed", errsA)
+		}
+		stopA()
+		stopB()
+	})
+}
+
+func containsAll(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
