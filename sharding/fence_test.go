@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/handler"
+	"github.com/typedinformer/informer/internal/shardtest"
 	"github.com/typedinformer/informer/sharding"
 	"github.com/typedinformer/informer/source/sourcetest"
 )
@@ -98,27 +98,12 @@ func (l frozenLease) Update(ctx context.Context, lease *coordinationv1.Lease, op
 	return l.LeaseInterface.Update(ctx, lease, opts)
 }
 
-// handled is one handler call of a replica: the object's key and version.
-type handled struct {
-	replica string
-	key     cache.Key
-	rv      int
-	moved   bool
-}
-
-// calls records the handler calls of every replica, in the order made.
-type calls struct {
-	mu  sync.Mutex
-	all []handled
-}
-
-func (c *calls) handler(replica string, gate func()) handler.Handler[*corev1.Pod] {
+// callRecorder records a replica's handler calls in calls, at the start of
+// each; gate is where a paused handler waits.
+func callRecorder(calls *shardtest.Calls, replica string, gate func()) handler.Handler[*corev1.Pod] {
 	note := func(p *corev1.Pod, moved bool) {
-		rv, _ := strconv.Atoi(p.ResourceVersion)
-		c.mu.Lock()
-		c.all = append(c.all, handled{replica: replica, key: cache.KeyOf(p), rv: rv, moved: moved})
-		c.mu.Unlock()
-		gate() // a paused handler: the call has begun
+		calls.Add(replica, cache.KeyOf(p), p.ResourceVersion, moved)
+		gate()
 	}
 	return handler.Funcs[*corev1.Pod]{
 		AddFunc:    func(p *corev1.Pod, _ bool) { note(p, false) },
@@ -129,41 +114,6 @@ func (c *calls) handler(replica string, gate func()) handler.Handler[*corev1.Pod
 			}
 		},
 	}
-}
-
-// stale returns the calls made by a replica that no longer owned the
-// object: after another replica took it over and handled it at a later
-// version, or at the same version while the first still held it (it never
-// said the object moved out). A moved-out deletion is the notice that a
-// replica gave the object up, and is not one.
-func (c *calls) stale() []handled {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	type state struct {
-		owner   handled         // the last call, unless its replica gave the object up
-		holders map[string]bool // replicas that handled it and did not give it up
-	}
-	objs := map[cache.Key]*state{}
-	var out []handled
-	for _, h := range c.all {
-		s := objs[h.key]
-		if s == nil {
-			s = &state{holders: map[string]bool{}}
-			objs[h.key] = s
-		}
-		if h.moved {
-			delete(s.holders, h.replica)
-			if s.owner.replica == h.replica {
-				s.owner = handled{}
-			}
-			continue
-		}
-		if o := s.owner; o.replica != "" && o.replica != h.replica && (o.rv > h.rv || o.rv == h.rv && s.holders[h.replica]) {
-			out = append(out, h)
-		}
-		s.owner, s.holders[h.replica] = h, true
-	}
-	return out
 }
 
 // TestPausedReplicaIsFenced: replica a is paused (its membership stuck in
@@ -205,7 +155,7 @@ func TestPausedReplicaIsFenced(t *testing.T) {
 		}
 		cs := fake.NewClientset()
 		leases := &frozenLeases{LeasesGetter: cs.CoordinationV1()}
-		var rec calls
+		var rec shardtest.Calls
 		gateA := func() {
 			pausedMu.Lock()
 			ch := paused
@@ -226,7 +176,7 @@ func TestPausedReplicaIsFenced(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := inf.AddHandler(rec.handler(id, gate)); err != nil {
+			if _, err := inf.AddHandler(callRecorder(&rec, id, gate)); err != nil {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithCancel(context.Background())
@@ -288,14 +238,14 @@ func TestPausedReplicaIsFenced(t *testing.T) {
 		paused = nil
 		pausedMu.Unlock()
 		synctest.Wait()
-		if st := rec.stale(); len(st) != 0 {
+		if st := rec.Stale(); len(st) != 0 {
 			t.Errorf("%d updates handled by a replica that no longer owned the object, first %+v", len(st), st[0])
 		}
 		// Then its membership: it gives its range up, rejoins, and the two
 		// split the pods again.
 		leases.thaw()
 		waitFor("a to rejoin and the two to split the pods again", split)
-		if st := rec.stale(); len(st) != 0 {
+		if st := rec.Stale(); len(st) != 0 {
 			t.Errorf("after the rejoin, %d updates handled by a replica that no longer owned the object, first %+v", len(st), st[0])
 		}
 		errMu.Lock()

@@ -48,6 +48,9 @@ var shared struct {
 // and not counted). Each test also checks for leaks of its own
 // (leakcheck.Check) once its cleanups, its own cluster's included, ran.
 func TestMain(m *testing.M) {
+	if id := os.Getenv(replicaEnv); id != "" {
+		os.Exit(replicaProcess(id)) // the test binary run again as a replica (pause_test.go)
+	}
 	leakcheck.MainWithTeardown(m, func() {
 		if shared.c != nil {
 			if err := shared.c.Stop(); err != nil {

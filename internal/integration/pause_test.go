@@ -1,0 +1,367 @@
+//go:build integration
+
+package integration
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/handler"
+	"github.com/typedinformer/informer/internal/shardtest"
+	"github.com/typedinformer/informer/internal/testcluster"
+	"github.com/typedinformer/informer/sharding"
+	"github.com/typedinformer/informer/source"
+	"github.com/typedinformer/informer/typed"
+)
+
+// The environment of a replica process (replicaProcess): this test binary
+// run again, as one replica of a sharded pod informer.
+const (
+	replicaEnv           = "TYPEDINFORMER_TEST_REPLICA" // its identity
+	replicaKubeconfigEnv = "TYPEDINFORMER_TEST_REPLICA_KUBECONFIG"
+	replicaNamespaceEnv  = "TYPEDINFORMER_TEST_REPLICA_NAMESPACE"
+)
+
+// replicaProcess runs one replica until its stdin closes, writing to
+// stdout a line per handler call, at the call's start ("call <unix nanos>
+// <ns>/<name> <rv> <moved out>"), its status every 50ms ("status <active>
+// <synced> <objects>") and its errors ("error <text>"). It returns the
+// process's exit code.
+func replicaProcess(id string) int {
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv(replicaKubeconfigEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ns := os.Getenv(replicaNamespaceEnv)
+	var mu sync.Mutex
+	out := bufio.NewWriter(os.Stdout)
+	emit := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(out, format+"\n", args...)
+		out.Flush()
+	}
+	onErr := func(err error) { emit("error %s", strings.ReplaceAll(err.Error(), "\n", " ")) }
+	m, err := sharding.NewMembership(cs.CoordinationV1(), sharding.Options{
+		Namespace: ns, Group: "pods", Identity: id, LeaseDuration: shardLease, RenewInterval: time.Second, ErrorHandler: onErr,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	src, err := source.FromClient[*corev1.Pod](cs.CoreV1().Pods(ns))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	inf, err := sharding.NewInformer(src, m, sharding.InformerOptions[*corev1.Pod]{
+		Informer: typed.Options[*corev1.Pod]{Name: "pods-" + id, ErrorHandler: onErr}, ErrorHandler: onErr,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	call := func(p *corev1.Pod, moved bool) {
+		emit("call %d %s/%s %s %v", time.Now().UnixNano(), p.Namespace, p.Name, p.ResourceVersion, moved)
+		time.Sleep(time.Millisecond) // a handler's work: updates queue behind it
+	}
+	if _, err := inf.AddHandler(handler.Funcs[*corev1.Pod]{
+		AddFunc:    func(p *corev1.Pod, _ bool) { call(p, false) },
+		UpdateFunc: func(_, p *corev1.Pod) { call(p, false) },
+		DeleteFunc: func(d handler.Deleted[*corev1.Pod]) {
+			if d.Object != nil {
+				call(d.Object, d.MovedOut)
+			}
+		},
+	}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	go func() {
+		for ctx.Err() == nil {
+			st := inf.Status()
+			emit("status %v %v %d", st.Active, st.Synced, st.Objects)
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	if err := inf.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// replicaProc is a replica process as the test sees it.
+type replicaProc struct {
+	id    string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	done  chan struct{} // closed once its stdout ended
+
+	mu      sync.Mutex
+	status  [3]int // active, synced, objects
+	errors  []string
+	stopped bool
+}
+
+type timedCall struct {
+	at int64
+	shardtest.Call
+}
+
+// startReplicaProc starts replica id of the pod informer of ns, adding its
+// calls to *calls.
+func startReplicaProc(t *testing.T, kubeconfig, ns, id string, callsMu *sync.Mutex, calls *[]timedCall) *replicaProc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), replicaEnv+"="+id, replicaKubeconfigEnv+"="+kubeconfig, replicaNamespaceEnv+"="+ns)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &replicaProc{id: id, cmd: cmd, stdin: stdin, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			p.line(sc.Text(), callsMu, calls)
+		}
+	}()
+	t.Cleanup(func() { p.stop(t) })
+	return p
+}
+
+func (p *replicaProc) line(s string, callsMu *sync.Mutex, calls *[]timedCall) {
+	kind, rest, _ := strings.Cut(s, " ")
+	f := strings.Fields(rest)
+	switch {
+	case kind == "call" && len(f) == 4:
+		at, _ := strconv.ParseInt(f[0], 10, 64)
+		ns, name, _ := strings.Cut(f[1], "/")
+		rv, _ := strconv.Atoi(f[2])
+		callsMu.Lock()
+		*calls = append(*calls, timedCall{at, shardtest.Call{Replica: p.id, Key: cache.Key{Namespace: ns, Name: name}, RV: rv, MovedOut: f[3] == "true"}})
+		callsMu.Unlock()
+	case kind == "status" && len(f) == 3:
+		n, _ := strconv.Atoi(f[2])
+		p.mu.Lock()
+		p.status = [3]int{b2i(f[0] == "true"), b2i(f[1] == "true"), n}
+		p.mu.Unlock()
+	case kind == "error":
+		p.mu.Lock()
+		p.errors = append(p.errors, rest)
+		p.mu.Unlock()
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// holds returns the objects of an active replica with a listed range, or
+// -1.
+func (p *replicaProc) holds() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.status[0] == 0 || p.status[1] == 0 {
+		return -1
+	}
+	return p.status[2]
+}
+
+func (p *replicaProc) errs() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.errors)
+}
+
+// signal sends sig to the process.
+func (p *replicaProc) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("%s: %v: %v", p.id, sig, err)
+	}
+}
+
+// stop closes the replica's stdin, so that it stops as a replica told to
+// stop does, and waits for it, killing it after a minute.
+func (p *replicaProc) stop(t *testing.T) {
+	p.mu.Lock()
+	if p.stopped {
+		p.mu.Unlock()
+		return
+	}
+	p.stopped = true
+	p.mu.Unlock()
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	_ = p.stdin.Close()
+	timer := time.AfterFunc(time.Minute, func() { _ = p.cmd.Process.Kill() })
+	defer timer.Stop()
+	<-p.done
+	if err := p.cmd.Wait(); err != nil {
+		t.Errorf("replica %s: %v", p.id, err)
+	}
+}
+
+// waitHolds waits, up to bound, until the replicas given are active on a
+// listed range and hold n objects together; it returns how long it took.
+func waitHolds(t *testing.T, what string, bound time.Duration, n int, ps ...*replicaProc) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		sum := 0
+		for _, p := range ps {
+			h := p.holds()
+			if h < 0 {
+				sum = -1
+				break
+			}
+			sum += h
+		}
+		if sum == n {
+			return time.Since(start)
+		}
+		if time.Since(start) > bound {
+			t.Fatalf("%s: not after %v (%d of %d held)", what, bound, sum, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestPausedReplicaFencedRealServer: three replicas of a sharded pod
+// informer, each a process of its own, against an API server with
+// ShardedListAndWatch, while the pods change all the time. One replica is
+// frozen (SIGSTOP) for twice its lease duration and more, with updates
+// queued in it, then resumed (SIGCONT), three times. The two others take
+// its range over while it is frozen; once resumed, it delivers none of
+// what it had queued, says that its Lease lapsed, gives its range up and
+// rejoins. No update is handled by a replica that no longer owned the
+// object, over every cycle (the calls of the three, ordered by the clock
+// they share).
+func TestPausedReplicaFencedRealServer(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Options{APIServerFlags: []string{shardGate}})
+	ctx := t.Context()
+	admin := protobufClientset(t, c.AdminConfig())
+	ns := uniqueName("paused")
+	createNamespaces(ctx, t, admin, ns)
+	const pods = 600
+	seed(ctx, t, admin, seedPods([]string{ns}, pods), 16)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := c.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+
+	var callsMu sync.Mutex
+	var calls []timedCall
+	ps := make([]*replicaProc, 3)
+	for i := range ps {
+		ps[i] = startReplicaProc(t, kubeconfig, ns, fmt.Sprintf("replica-%d", i), &callsMu, &calls)
+	}
+	d := waitHolds(t, "three replicas to split the pods", time.Minute, pods, ps...)
+	t.Logf("three replica processes hold the %d pods %v after their start", pods, d.Round(time.Millisecond))
+
+	// Churn: two writers update random pods throughout.
+	seedN := rand.Uint64()
+	t.Logf("churn seed %d", seedN)
+	churnCtx, stopChurn := context.WithCancel(ctx)
+	var churn sync.WaitGroup
+	var writes [2]int
+	for w := range 2 {
+		churn.Go(func() {
+			rng := rand.New(rand.NewPCG(seedN, uint64(w)))
+			for churnCtx.Err() == nil {
+				name := fmt.Sprintf("seed-%04d", rng.IntN(pods))
+				patch := fmt.Appendf(nil, `{"metadata":{"labels":{"churn":"%d"}}}`, rng.IntN(1e6))
+				if _, err := admin.CoreV1().Pods(ns).Patch(churnCtx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err == nil {
+					writes[w]++
+				}
+			}
+		})
+	}
+	defer func() { stopChurn(); churn.Wait() }()
+
+	paused, others := ps[1], []*replicaProc{ps[0], ps[2]}
+	const cycles = 3
+	freeze := 2*shardLease + 2*time.Second
+	for cycle := range cycles {
+		before := len(paused.errs())
+		paused.signal(t, syscall.SIGSTOP)
+		start := time.Now()
+		took := waitHolds(t, "the two others to take the frozen replica's range over", time.Minute, pods, others...)
+		time.Sleep(freeze - time.Since(start))
+		paused.signal(t, syscall.SIGCONT)
+		back := waitHolds(t, "the three to split the pods again", time.Minute, pods, ps...)
+		lapsed := 0
+		for _, e := range paused.errs()[before:] {
+			if strings.Contains(e, "lapsed") {
+				lapsed++
+			}
+		}
+		t.Logf("cycle %d: frozen %v; the others held everything %v after the freeze; after the resume the three split again in %v; lapse reported %d time(s)",
+			cycle, freeze, took.Round(time.Millisecond), back.Round(time.Millisecond), lapsed)
+		if lapsed == 0 {
+			t.Errorf("cycle %d: the resumed replica did not report its Lease lapsed; its errors: %q", cycle, paused.errs()[before:])
+		}
+	}
+	stopChurn()
+	churn.Wait()
+	for _, p := range ps {
+		p.stop(t)
+	}
+
+	callsMu.Lock()
+	defer callsMu.Unlock()
+	slices.SortStableFunc(calls, func(a, b timedCall) int { return int(a.at - b.at) })
+	var rec shardtest.Calls
+	for _, c := range calls {
+		rec.Add(c.Replica, c.Key, strconv.Itoa(c.RV), c.MovedOut)
+	}
+	stale := rec.Stale()
+	t.Logf("%d pod writes, %d handler calls over %d freeze cycles; %d handled by a replica that no longer owned the object", writes[0]+writes[1], rec.Len(), cycles, len(stale))
+	if len(stale) > 0 {
+		t.Errorf("%d calls by a replica that no longer owned the object; the first: %v", len(stale), stale[:min(5, len(stale))])
+	}
+}
