@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/typedinformer/informer/internal/shardtest"
 	"github.com/typedinformer/informer/sharding"
 	"github.com/typedinformer/informer/source/sourcetest"
+	"github.com/typedinformer/informer/typed"
 )
 
 // frozenLeases holds every write of a replica's own Lease until thaw: the
@@ -269,4 +271,124 @@ func containsAll(s string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+// TestStuckHandlerDoesNotStallTheGroup: replica a's handler never returns
+// from a call. When b joins, a hands half its range over within
+// HandoffTimeout although its handler is stuck in a call on an object it
+// keeps, and b handles every change of its pods; stopped, a returns within
+// the informer's StopTimeout, naming the stuck handler, its Lease is
+// gone, and b takes everything over.
+func TestStuckHandlerDoesNotStallTheGroup(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		stuck := make(chan struct{})
+		var stuckOnce sync.Once
+		var stuckOn atomic.Bool
+		t.Cleanup(func() { stuckOnce.Do(func() { close(stuck) }) })
+		src := sourcetest.NewFake(sourcetest.FakeOptions[*corev1.Pod]{})
+		rng := rand.New(rand.NewPCG(1, 2))
+		var pods []*corev1.Pod
+		for i := range 100 {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("pod-%d", i),
+				UID: types.UID(fmt.Sprintf("%016x-%016x", rng.Uint64(), rng.Uint64()))}}
+			if _, err := src.Create(p); err != nil {
+				t.Fatal(err)
+			}
+			pods = append(pods, p)
+		}
+		cs := fake.NewClientset()
+		var rec shardtest.Calls
+		var errsA []error
+		var errMu sync.Mutex
+		start := func(id string, gate func(), onErr func(error)) (*sharding.Informer[*corev1.Pod], func() time.Duration) {
+			m, err := sharding.NewMembership(cs.CoordinationV1(), sharding.Options{Namespace: "shards", Group: "pods", Identity: id,
+				LeaseDuration: 3 * time.Second, ErrorHandler: onErr})
+			if err != nil {
+				t.Fatal(err)
+			}
+			inf, err := sharding.NewInformer(src, m, sharding.InformerOptions[*corev1.Pod]{
+				Informer: typed.Options[*corev1.Pod]{ErrorHandler: onErr}, ErrorHandler: onErr})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := inf.AddHandler(callRecorder(&rec, id, gate)); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- inf.Run(ctx) }()
+			var once sync.Once
+			var took time.Duration
+			stop := func() time.Duration {
+				once.Do(func() {
+					begin := time.Now()
+					cancel()
+					if err := <-done; err != nil {
+						t.Errorf("replica %s: Run = %v", id, err)
+					}
+					took = time.Since(begin)
+				})
+				return took
+			}
+			t.Cleanup(func() { stop() })
+			return inf, stop
+		}
+		waitFor := func(what string, cond func() bool) {
+			t.Helper()
+			for i := 0; !cond(); i++ {
+				if i == 600 {
+					t.Fatalf("%s: not after a minute (fake time)", what)
+				}
+				time.Sleep(100 * time.Millisecond)
+				synctest.Wait()
+			}
+		}
+		a, stopA := start("a", func() {
+			if stuckOn.Load() {
+				<-stuck
+			}
+		}, func(err error) { errMu.Lock(); errsA = append(errsA, err); errMu.Unlock() })
+		waitFor("a to hold every pod", func() bool { s := a.Status(); return s.Active && s.Synced && s.Objects == len(pods) })
+
+		// a's handler sticks in its next call; then b joins.
+		stuckOn.Store(true)
+		if _, err := src.Update(pods[0]); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		b, stopB := start("b", func() {}, func(error) {})
+		joined := time.Now()
+		waitFor("b to handle its range", func() bool { s := b.Status(); return s.Active && s.Synced && s.Objects > 0 })
+		if took := time.Since(joined); took > 2*3*time.Second {
+			t.Errorf("b got its range %v after it joined, want within a lease duration of the handoff timeout (3s)", took)
+		}
+		// Every pod changes: b handles each of its own.
+		before := rec.Len()
+		for _, p := range pods {
+			q := p.DeepCopy()
+			q.Labels = map[string]string{"v": "2"}
+			if _, err := src.Update(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mine := b.Status().Objects
+		waitFor("b to handle the changes of its pods", func() bool { return rec.Len()-before >= mine })
+
+		// a stops within its informer's StopTimeout; b takes everything.
+		if took := stopA(); took > typed.DefaultStopTimeout+3*time.Second {
+			t.Errorf("a stopped %v after cancel, want within StopTimeout (%v) and a Lease write", took, typed.DefaultStopTimeout)
+		}
+		waitFor("b to hold every pod", func() bool { s := b.Status(); return s.Active && s.Synced && s.Objects == len(pods) })
+		errMu.Lock()
+		var named bool
+		for _, err := range errsA {
+			named = named || errors.Is(err, typed.ErrHandlerStuck)
+		}
+		errMu.Unlock()
+		if !named {
+			t.Errorf("a's errors %v: none names the stuck handler", errsA)
+		}
+		stuckOnce.Do(func() { close(stuck) })
+		stopB()
+	})
 }
