@@ -10,11 +10,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -45,8 +47,9 @@ const (
 // replicaProcess runs one replica until its stdin closes, writing to
 // stdout a line per handler call, at the call's start ("call <unix nanos>
 // <ns>/<name> <rv> <moved out>"), its status every 50ms ("status <active>
-// <synced> <objects>") and its errors ("error <text>"). It returns the
-// process's exit code.
+// <synced> <objects> <range start> <range end>") and its errors ("error
+// <text>"). After a SIGUSR1 its handler sticks in its next call for good.
+// It returns the process's exit code.
 func replicaProcess(id string) int {
 	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv(replicaKubeconfigEnv))
 	if err != nil {
@@ -87,9 +90,20 @@ func replicaProcess(id string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	stick := make(chan os.Signal, 1)
+	signal.Notify(stick, syscall.SIGUSR1)
+	var stuck atomic.Bool
+	go func() {
+		<-stick
+		stuck.Store(true)
+	}()
 	call := func(p *corev1.Pod, moved bool) {
 		emit("call %d %s/%s %s %v", time.Now().UnixNano(), p.Namespace, p.Name, p.ResourceVersion, moved)
 		time.Sleep(time.Millisecond) // a handler's work: updates queue behind it
+		if stuck.Load() {
+			emit("stuck %s/%s", p.Namespace, p.Name)
+			select {} // for good: the process ends with it
+		}
 	}
 	if _, err := inf.AddHandler(handler.Funcs[*corev1.Pod]{
 		AddFunc:    func(p *corev1.Pod, _ bool) { call(p, false) },
@@ -111,7 +125,7 @@ func replicaProcess(id string) int {
 	go func() {
 		for ctx.Err() == nil {
 			st := inf.Status()
-			emit("status %v %v %d", st.Active, st.Synced, st.Objects)
+			emit("status %v %v %d %d %d", st.Active, st.Synced, st.Objects, st.RangeStart, st.RangeEnd)
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
@@ -131,6 +145,8 @@ type replicaProc struct {
 
 	mu      sync.Mutex
 	status  [3]int // active, synced, objects
+	rng     sharding.Range
+	stuck   bool
 	errors  []string
 	stopped bool
 }
@@ -182,10 +198,17 @@ func (p *replicaProc) line(s string, callsMu *sync.Mutex, calls *[]timedCall) {
 		callsMu.Lock()
 		*calls = append(*calls, timedCall{at, shardtest.Call{Replica: p.id, Key: cache.Key{Namespace: ns, Name: name}, RV: rv, MovedOut: f[3] == "true"}})
 		callsMu.Unlock()
-	case kind == "status" && len(f) == 3:
+	case kind == "status" && len(f) == 5:
 		n, _ := strconv.Atoi(f[2])
+		start, _ := strconv.ParseUint(f[3], 10, 64)
+		end, _ := strconv.ParseUint(f[4], 10, 64)
 		p.mu.Lock()
 		p.status = [3]int{b2i(f[0] == "true"), b2i(f[1] == "true"), n}
+		p.rng = sharding.Range{Start: start, End: end}
+		p.mu.Unlock()
+	case kind == "stuck":
+		p.mu.Lock()
+		p.stuck = true
 		p.mu.Unlock()
 	case kind == "error":
 		p.mu.Lock()
@@ -363,5 +386,135 @@ func TestPausedReplicaFencedRealServer(t *testing.T) {
 	t.Logf("%d pod writes, %d handler calls over %d freeze cycles; %d handled by a replica that no longer owned the object", writes[0]+writes[1], rec.Len(), cycles, len(stale))
 	if len(stale) > 0 {
 		t.Errorf("%d calls by a replica that no longer owned the object; the first: %v", len(stale), stale[:min(5, len(stale))])
+	}
+}
+
+// touchAll updates every pod of ns once and returns the resourceVersion
+// each update wrote.
+func touchAll(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns string, pods []corev1.Pod, label string) map[cache.Key]int {
+	t.Helper()
+	var mu sync.Mutex
+	out := map[cache.Key]int{}
+	var g sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range pods {
+		p := &pods[i]
+		g.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			patch := fmt.Appendf(nil, `{"metadata":{"labels":{"touch":%q}}}`, label)
+			got, err := cs.CoreV1().Pods(ns).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			rv, _ := strconv.Atoi(got.ResourceVersion)
+			mu.Lock()
+			out[cache.KeyOf(got)] = rv
+			mu.Unlock()
+		})
+	}
+	g.Wait()
+	return out
+}
+
+// handledOf counts the writes of want that some replica other than skip
+// handled, waiting up to bound for them, and returns the count.
+func handledOf(t *testing.T, bound time.Duration, want map[cache.Key]int, callsMu *sync.Mutex, calls *[]timedCall, skip string) int {
+	t.Helper()
+	deadline := time.Now().Add(bound)
+	for {
+		callsMu.Lock()
+		seen := map[cache.Key]bool{}
+		for _, c := range *calls {
+			if rv, ok := want[c.Key]; ok && c.Replica != skip && !c.MovedOut && c.RV >= rv {
+				seen[c.Key] = true
+			}
+		}
+		callsMu.Unlock()
+		if len(seen) == len(want) || time.Now().After(deadline) {
+			return len(seen)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestStuckReplicaRealServer: two replica processes split the pods; one's
+// handler then sticks in a call for good, and a third replica joins. The
+// stuck replica hands the part of its range that moves over within its
+// HandoffTimeout, so every change of a pod outside the range it keeps is
+// handled; told to stop, it returns within its StopTimeout (the call is
+// left behind) and gives its range up, and the two others handle every
+// change after.
+func TestStuckReplicaRealServer(t *testing.T) {
+	c := testcluster.Start(t, testcluster.Options{APIServerFlags: []string{shardGate}})
+	ctx := t.Context()
+	admin := protobufClientset(t, c.AdminConfig())
+	ns := uniqueName("stuck")
+	createNamespaces(ctx, t, admin, ns)
+	const pods = 300
+	seed(ctx, t, admin, seedPods([]string{ns}, pods), 16)
+	list, err := admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := c.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	var callsMu sync.Mutex
+	var calls []timedCall
+	r0 := startReplicaProc(t, kubeconfig, ns, "replica-0", &callsMu, &calls)
+	r1 := startReplicaProc(t, kubeconfig, ns, "replica-1", &callsMu, &calls)
+	waitHolds(t, "two replicas to split the pods", time.Minute, pods, r0, r1)
+
+	r0.signal(t, syscall.SIGUSR1)
+	touchAll(ctx, t, admin, ns, list.Items[:1], "stick") // a call for r0 to stick in, if the pod is its
+	touchAll(ctx, t, admin, ns, list.Items, "stick")
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		r0.mu.Lock()
+		stuck := r0.stuck
+		r0.mu.Unlock()
+		if stuck {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("replica-0's handler did not stick")
+		}
+	}
+	joined := time.Now()
+	r2 := startReplicaProc(t, kubeconfig, ns, "replica-2", &callsMu, &calls)
+	took := waitHolds(t, "three replicas to split the pods with replica-0's handler stuck", time.Minute, pods, r0, r1, r2)
+	t.Logf("replica-2 joined; the three hold their ranges %v later, replica-0's handler stuck", took.Round(time.Millisecond))
+
+	r0.mu.Lock()
+	kept := r0.rng
+	r0.mu.Unlock()
+	writes := touchAll(ctx, t, admin, ns, list.Items, "after-join")
+	outside := map[cache.Key]int{}
+	for i := range list.Items {
+		p := &list.Items[i]
+		if !kept.Contains(sharding.ByUID.Hash(p)) {
+			outside[cache.KeyOf(p)] = writes[cache.KeyOf(p)]
+		}
+	}
+	got := handledOf(t, time.Minute, outside, &callsMu, &calls, "replica-0")
+	t.Logf("%d pod changes after the join: %d outside replica-0's range %v, %d of them handled by the others", len(writes), len(outside), kept, got)
+	if got != len(outside) {
+		t.Errorf("%d of the %d changes outside the stuck replica's range were handled, want all", got, len(outside))
+	}
+
+	stopped := time.Now()
+	r0.stop(t)
+	t.Logf("replica-0 exited %v after it was told to stop (StopTimeout %v); %v after replica-2 joined", time.Since(stopped).Round(time.Millisecond), typed.DefaultStopTimeout, time.Since(joined).Round(time.Millisecond))
+	waitHolds(t, "the two others to hold every pod", time.Minute, pods, r1, r2)
+	writes = touchAll(ctx, t, admin, ns, list.Items, "after-stop")
+	if got := handledOf(t, time.Minute, writes, &callsMu, &calls, "replica-0"); got != len(writes) {
+		t.Errorf("after the stuck replica stopped, %d of %d changes were handled, want all", got, len(writes))
+	}
+	if stuckErr := slices.ContainsFunc(r0.errs(), func(e string) bool {
+		return strings.Contains(e, "handler stuck") || strings.Contains(e, typed.ErrHandlerStuck.Error())
+	}); !stuckErr {
+		t.Errorf("replica-0's errors do not name its stuck handler: %q", r0.errs())
 	}
 }
