@@ -76,8 +76,9 @@ type Options struct {
 	// KeepLeaseOnStop leaves the Lease to expire when Run returns, as a
 	// crashed replica's would, instead of deleting it: a replica restarted
 	// under the same identity within the lease duration gets its range
-	// back without two reshards. Default: false, the Lease is deleted and
-	// the others take the range over at once.
+	// back without two reshards. A Lease expired for 20 lease durations
+	// is deleted by the group's first member. Default: false, the Lease is
+	// deleted and the others take the range over at once.
 	KeepLeaseOnStop bool
 	// ErrorHandler receives the errors Run recovers from (failed renewals,
 	// lease informer errors). Default: logged.
@@ -292,11 +293,43 @@ func (m *Membership) Run(ctx context.Context) error {
 			return nil
 		case <-renew.C:
 			m.renew(ctx)
+			m.collect(ctx, time.Now())
 		case <-m.kick:
 			if m.rejoining() {
 				m.renew(ctx)
 			}
 		case <-expiry.C:
+		}
+	}
+}
+
+// collectAfter is how many lease durations a Lease of the group must have
+// been expired for before a member deletes it: long past a restart under
+// the same identity (KeepLeaseOnStop), so that the Leases of replicas that
+// were killed, under names that will not come back (a Deployment's pods),
+// do not pile up.
+const collectAfter = 20
+
+// collect deletes the group's Leases expired for collectAfter lease
+// durations (their own) at now. Only the first member does, so that the
+// group sends one request per Lease; the delete is conditional on the
+// version seen, so a Lease renewed meanwhile stays.
+func (m *Membership) collect(ctx context.Context, now time.Time) {
+	if a := m.Assignment(); a.Self != 0 {
+		return
+	}
+	for _, l := range m.inf.Store().List() {
+		if l.Name == m.name || l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+			continue
+		}
+		d := time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+		if now.Sub(l.Spec.RenewTime.Time) < time.Duration(collectAfter+1)*d {
+			continue
+		}
+		rv, uid := l.ResourceVersion, l.UID
+		err := m.leases.Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv, UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) && ctx.Err() == nil {
+			m.report(ctx, fmt.Errorf("sharding: delete expired Lease %s/%s: %w", m.opts.Namespace, l.Name, err))
 		}
 	}
 }

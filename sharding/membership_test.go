@@ -3,10 +3,15 @@ package sharding_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/typedinformer/informer/sharding"
@@ -86,5 +91,60 @@ func TestMembershipWeights(t *testing.T) {
 	eventually(t, "a to have everything", func() bool {
 		r, ok := a.Assignment().Range()
 		return ok && r == sharding.Full && len(a.Assignment().Members) == 1
+	})
+}
+
+// TestExpiredLeasesAreCollected: the Lease of a replica killed long ago
+// (expired for more than 20 lease durations) is deleted by the group's
+// first member; a Lease expired for less, another group's, and the live
+// ones stay.
+func TestExpiredLeasesAreCollected(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cs := fake.NewClientset()
+		leases := cs.CoordinationV1().Leases("shards")
+		old := func(name, group string, ago time.Duration) {
+			id, secs := name, int32(3)
+			_, err := leases.Create(t.Context(), &coordinationv1.Lease{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{sharding.GroupLabel: group}},
+				Spec: coordinationv1.LeaseSpec{HolderIdentity: &id, LeaseDurationSeconds: &secs,
+					RenewTime: &metav1.MicroTime{Time: time.Now().Add(-ago)}},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		old("pods-killed", "pods", time.Hour)
+		old("pods-recent", "pods", 30*time.Second)
+		old("nodes-killed", "nodes", time.Hour)
+		var ms []*sharding.Membership
+		for _, id := range []string{"a", "b"} {
+			m, err := sharding.NewMembership(cs.CoordinationV1(), sharding.Options{Namespace: "shards", Group: "pods", Identity: id, LeaseDuration: 3 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ms = append(ms, m)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		for _, m := range ms {
+			wg.Go(func() { _ = m.Run(ctx) })
+			time.Sleep(time.Second) // one after the other: the fake's watch misses what came before it
+		}
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		l, err := leases.List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, x := range l.Items {
+			names = append(names, x.Name)
+		}
+		slices.Sort(names)
+		if want := []string{"nodes-killed", "pods-a", "pods-b", "pods-recent"}; !slices.Equal(names, want) {
+			t.Errorf("Leases %q, want %q", names, want)
+		}
+		cancel()
+		wg.Wait()
 	})
 }
