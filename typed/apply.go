@@ -12,12 +12,17 @@ import (
 // them to the cache and hands each handler the resulting notifications.
 // Its state belongs to the goroutine that runs it.
 type applier[T cache.Object] struct {
-	inf     *Informer[T]
-	done    <-chan struct{} // the run's end: a push waiting for room gives up
-	seen    string          // the resourceVersion the batch's changes bring the cache to
-	changes []cache.Change[T]
-	notes   []notification[T]
-	synced  bool // the first list is applied
+	inf  *Informer[T]
+	done <-chan struct{} // the run's end: a push waiting for room gives up
+	seen string          // the resourceVersion the batch's changes bring the cache to
+	last string          // the newest resourceVersion the cache reached by the last batch
+	// relisting is set once the writer refused a list or an event older
+	// than the cache and asked for a quorum relist: the next list is taken
+	// whatever its version (stale.go).
+	relisting bool
+	changes   []cache.Change[T]
+	notes     []notification[T]
+	synced    bool // the first list is applied
 
 	// The list being collected between ReplaceStart and ReplaceEnd.
 	listing bool
@@ -53,6 +58,7 @@ func (a *applier[T]) run(ctx context.Context) error {
 		a.publishQuarantine()
 		if a.seen != "" {
 			a.inf.observe(a.seen, a.rev)
+			a.advance(a.seen)
 			a.seen = ""
 		}
 		a.inf.batchDone(start, ds)
@@ -67,6 +73,9 @@ func (a *applier[T]) take(d *fifo.Delta[T]) {
 	case fifo.Added, fifo.Updated, fifo.Deleted:
 		if a.listing {
 			a.collect(d)
+			return
+		}
+		if d.ResourceVersion == "" && a.staleEvent(d) {
 			return
 		}
 		if len(a.held) > 0 {
@@ -95,8 +104,15 @@ func (a *applier[T]) take(d *fifo.Delta[T]) {
 		if !a.listing {
 			a.startList() // an empty list without its start
 		}
+		quorum := a.relisting
+		if a.staleList(d.ResourceVersion) {
+			return
+		}
 		a.applyList()
 		a.seen = d.ResourceVersion
+		if quorum {
+			a.last = "" // the quorum list is the truth, older or not (an etcd restore)
+		}
 	case fifo.Refused:
 		if a.listing {
 			a.listRefuse(d)
