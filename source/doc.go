@@ -35,6 +35,12 @@
 // start, or in the watch stream) and wraps the cause, so
 // apierrors.IsForbidden, apierrors.IsGone and errors.Is work on it.
 //
+// One object whose bytes were read but do not decode into T fails neither
+// a list nor a stream: [FromConfig] puts it, named by its metadata, in
+// [List.Undecodable] beside the items that decoded, and [Watcher.Next]
+// returns it as an [*UndecodableError] for its event alone, then goes on.
+// An informer quarantines it under its key.
+//
 // # Resources
 //
 // # Info

@@ -153,7 +153,7 @@ func (s *convertSource[T]) List(ctx context.Context, opts metav1.ListOptions) (L
 	if err != nil {
 		return List[T]{}, err
 	}
-	out := List[T]{Items: make([]T, 0, len(l.Items)), ResourceVersion: l.ResourceVersion, Continue: l.Continue, ShardInfo: l.ShardInfo}
+	out := List[T]{Items: make([]T, 0, len(l.Items)), Undecodable: l.Undecodable, ResourceVersion: l.ResourceVersion, Continue: l.Continue, ShardInfo: l.ShardInfo}
 	for _, u := range l.Items {
 		t, err := s.object(u)
 		if err != nil {

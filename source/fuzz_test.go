@@ -49,8 +49,10 @@ const maxFuzzEvents = 1 << 16
 // decoder as a watch response body. It must not panic, and every Next must
 // give an ADDED, MODIFIED, DELETED or BOOKMARK event with a pod, or an
 // error: ErrWatchClosed at the end, or an *source.Error in PhaseWatch that
-// wraps ErrMalformed, ErrWrongType, ErrNilObject or an API status. After
-// an error the stream is stopped, as the contract says the caller does.
+// wraps ErrMalformed, ErrWrongType, ErrNilObject, ErrUndecodable or an API
+// status. After an error the stream is stopped, as the contract says the
+// caller does, but after an *source.UndecodableError, after which the
+// stream goes on.
 // The seed corpus is in testdata/fuzz/FuzzWatchFrames.
 func FuzzWatchFrames(f *testing.F) {
 	f.Add([]byte(`{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","namespace":"a","resourceVersion":"5"}}}`))
@@ -69,6 +71,10 @@ func FuzzWatchFrames(f *testing.F) {
 			}
 			if err != nil {
 				checkStreamError(t, err)
+				var u *source.UndecodableError
+				if errors.As(err, &u) {
+					continue // the event was read whole
+				}
 				return
 			}
 			switch ev.Type {
@@ -103,13 +109,13 @@ func checkStreamError(t *testing.T, err error) {
 func isContentOrStatus(err error) bool {
 	var status interface{ Status() metav1.Status }
 	return errors.Is(err, source.ErrMalformed) || errors.Is(err, source.ErrWrongType) ||
-		errors.Is(err, source.ErrNilObject) || errors.As(err, &status)
+		errors.Is(err, source.ErrNilObject) || errors.Is(err, source.ErrUndecodable) || errors.As(err, &status)
 }
 
 // FuzzListBody feeds arbitrary bytes to FromConfig's list decoder as a
 // list response body: no panic, and either a list of non-nil pods without
-// their kind, or an *source.Error in PhaseList wrapping a content
-// sentinel. The seed corpus is in testdata/fuzz/FuzzListBody.
+// their kind (and named undecodable items), or an *source.Error in
+// PhaseList wrapping a content sentinel. The seed corpus is in testdata/fuzz/FuzzListBody.
 func FuzzListBody(f *testing.F) {
 	f.Add([]byte(`{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9","continue":"x"},"items":[{"metadata":{"name":"p"}}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -130,6 +136,11 @@ func FuzzListBody(f *testing.F) {
 			}
 			if gvk := p.GroupVersionKind(); !gvk.Empty() {
 				t.Fatalf("item %d: kind %v left on the object", i, gvk)
+			}
+		}
+		for _, u := range l.Undecodable {
+			if u == nil || u.Name == "" || !errors.Is(u, source.ErrUndecodable) {
+				t.Fatalf("Undecodable holds %v, want named *source.UndecodableErrors", u)
 			}
 		}
 	})

@@ -89,7 +89,8 @@ func TestFromConfigDecodes(t *testing.T) {
 
 // TestFromConfigStreamErrors: ERROR events carry the server's status;
 // frames that make no sense are malformed; an object of another kind is
-// the wrong type; none of them panics.
+// the wrong type; an object that is JSON but does not decode into T is
+// undecodable; none of them panics.
 func TestFromConfigStreamErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -104,10 +105,10 @@ func TestFromConfigStreamErrors(t *testing.T) {
 		{"no object", `{"type":"ADDED"}` + "\n", source.ErrMalformed, nil},
 		{"null object", `{"type":"ADDED","object":null}` + "\n", source.ErrNilObject, nil},
 		{"another kind", `{"type":"ADDED","object":{"kind":"Service","apiVersion":"v1","metadata":{"name":"s"}}}` + "\n", source.ErrWrongType, nil},
-		{"wrong field type", `{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":7}}}` + "\n", source.ErrMalformed, nil},
+		{"wrong field type", `{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":7}}}` + "\n", source.ErrUndecodable, nil},
 		{"not JSON", "<html>gateway</html>\n", source.ErrMalformed, nil},
-		{"bad time", `{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","creationTimestamp":"yesterday"}}}` + "\n", source.ErrMalformed, nil},
-		{"bad quantity", `{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p"},"spec":{"overhead":{"cpu":"lots"}}}}` + "\n", source.ErrMalformed, nil},
+		{"bad time", `{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","creationTimestamp":"yesterday"}}}` + "\n", source.ErrUndecodable, nil},
+		{"bad quantity", `{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p"},"spec":{"overhead":{"cpu":"lots"}}}}` + "\n", source.ErrUndecodable, nil},
 		{"not an object", `["ADDED"]` + "\n", source.ErrMalformed, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -131,11 +131,18 @@ func (s *restSource[T]) decodeFrame(line []byte, cutMF bool, scratch *[]byte) (E
 		}
 	}
 	var t T
-	if err := json.UnmarshalCaseSensitivePreserveInts(obj, &t); err != nil {
-		return Event[T]{}, notAFrame(err)
+	err := json.UnmarshalCaseSensitivePreserveInts(obj, &t)
+	if err != nil {
+		if notAFrame(err) == errNotAFrame {
+			return Event[T]{}, errNotAFrame
+		}
+		err = s.undecodableEvent(watch.EventType(typ), undecodableJSON(obj, err))
 	}
 	if cap(*scratch) > maxKeptLine {
 		*scratch = nil
+	}
+	if err != nil {
+		return Event[T]{}, err
 	}
 	return s.event(watch.EventType(typ), t, nil, true)
 }
@@ -172,7 +179,7 @@ func (s *restSource[T]) decodeAnyFrame(line []byte) (Event[T], error) {
 	}
 	var t T
 	if err := json.UnmarshalCaseSensitivePreserveInts(ev.Object, &t); err != nil {
-		return Event[T]{}, err
+		return Event[T]{}, s.undecodableEvent(ev.Type, undecodableJSON(ev.Object, err))
 	}
 	return s.event(ev.Type, t, nil, true)
 }

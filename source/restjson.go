@@ -49,29 +49,78 @@ func (s *restSource[T]) List(ctx context.Context, opts metav1.ListOptions) (List
 		return List[T]{}, &Error{Phase: PhaseList, Err: err}
 	}
 	defer rc.Close()
-	body := &recordingReader{r: rc}
-	return s.decodeList(body, body)
+	return s.decodeList(rc)
 }
 
-// decodeList decodes a JSON list body read from r, whose reads body
-// records.
-func (s *restSource[T]) decodeList(body *recordingReader, r io.Reader) (List[T], error) {
+// decodeList decodes a JSON list body read from r. The body is decoded in
+// one pass; only one that is JSON but does not decode into the list of T
+// as a whole is decoded again, item by item (decodeItems), to find the
+// items that do not.
+func (s *restSource[T]) decodeList(r io.Reader) (List[T], error) {
+	body, err := io.ReadAll(r)
+	if err != nil { // the connection failed, not the body
+		return List[T]{}, &Error{Phase: PhaseList, Err: err}
+	}
 	var l restList[T]
-	if err := json.NewDecoderCaseSensitivePreserveInts(r).Decode(&l); err != nil {
-		if body.err != nil { // the connection failed, not the body
-			return List[T]{}, &Error{Phase: PhaseList, Err: body.err}
+	if err := json.UnmarshalCaseSensitivePreserveInts(body, &l); err != nil {
+		if syntax, _ := json.SyntaxErrorOffset(err); syntax {
+			return List[T]{}, s.listError(err)
 		}
-		return List[T]{}, &Error{Phase: PhaseList, Err: fmt.Errorf("%w: decode %v list: %w", ErrMalformed, s.info.Resource, err)}
+		return s.decodeItems(body)
 	}
 	for i, obj := range l.Items {
-		if err := s.check(obj); err != nil {
-			return List[T]{}, &Error{Phase: PhaseList, Err: fmt.Errorf("item %d: %w", i, err)}
-		}
-		if s.cutMF {
-			obj.SetManagedFields(nil) // nobody else has seen it yet
+		if err := s.listed(i, obj); err != nil {
+			return List[T]{}, err
 		}
 	}
 	return List[T]{Items: l.Items, ResourceVersion: l.Metadata.ResourceVersion, Continue: l.Metadata.Continue, ShardInfo: l.Metadata.ShardInfo}, nil
+}
+
+// decodeItems decodes a list body that is JSON item by item: an item that
+// does not decode into T, if its metadata names it, goes into
+// List.Undecodable; one without a readable name is the error of the list.
+func (s *restSource[T]) decodeItems(body []byte) (List[T], error) {
+	var l struct {
+		Metadata metav1.ListMeta     `json:"metadata"`
+		Items    []gojson.RawMessage `json:"items"`
+	}
+	if err := json.UnmarshalCaseSensitivePreserveInts(body, &l); err != nil {
+		return List[T]{}, s.listError(err) // the list itself, not an item
+	}
+	out := List[T]{Items: make([]T, 0, len(l.Items)), ResourceVersion: l.Metadata.ResourceVersion, Continue: l.Metadata.Continue, ShardInfo: l.Metadata.ShardInfo}
+	for i, raw := range l.Items {
+		var obj T
+		if err := json.UnmarshalCaseSensitivePreserveInts(raw, &obj); err != nil {
+			u := undecodableJSON(raw, err)
+			u.Index = i
+			if u.Name == "" {
+				return List[T]{}, &Error{Phase: PhaseList, Err: fmt.Errorf("decode %v list: %w", s.info.Resource, u)}
+			}
+			out.Undecodable = append(out.Undecodable, u)
+			continue
+		}
+		if err := s.listed(i, obj); err != nil {
+			return List[T]{}, err
+		}
+		out.Items = append(out.Items, obj)
+	}
+	return out, nil
+}
+
+// listError is the error of a list body that makes no sense as a list.
+func (s *restSource[T]) listError(err error) error {
+	return &Error{Phase: PhaseList, Err: fmt.Errorf("%w: decode %v list: %w", ErrMalformed, s.info.Resource, err)}
+}
+
+// listed checks item i of a list and drops its managedFields.
+func (s *restSource[T]) listed(i int, obj T) error {
+	if err := s.check(obj); err != nil {
+		return &Error{Phase: PhaseList, Err: fmt.Errorf("item %d: %w", i, err)}
+	}
+	if s.cutMF {
+		obj.SetManagedFields(nil) // nobody else has seen it yet
+	}
+	return nil
 }
 
 // check refuses a nil object or one of another kind, and clears the kind
@@ -220,8 +269,7 @@ func (w *restWatcher[T]) decodeStream() (Event[T], error) {
 		typ    watch.EventType
 		obj    T
 		status *metav1.Status
-		early  gojson.RawMessage // an object that came before its type
-		seen   bool
+		raw    gojson.RawMessage // the object, decoded once the event is read
 	)
 	for w.dec.More() {
 		tok, err := w.dec.Token()
@@ -236,16 +284,7 @@ func (w *restWatcher[T]) decodeStream() (Event[T], error) {
 			}
 			typ = watch.EventType(t)
 		case "object":
-			seen = true
-			switch typ {
-			case "":
-				err = w.dec.Decode(&early)
-			case watch.Error:
-				err = w.dec.Decode(&status)
-			default:
-				err = w.dec.Decode(&obj)
-			}
-			if err != nil {
+			if err := w.dec.Decode(&raw); err != nil {
 				return Event[T]{}, err
 			}
 		default:
@@ -258,18 +297,18 @@ func (w *restWatcher[T]) decodeStream() (Event[T], error) {
 	if err := w.delim('}'); err != nil {
 		return Event[T]{}, err
 	}
-	if early != nil {
-		var err error
+	// The whole event is read: an object that does not decode leaves the
+	// stream at the next one.
+	if raw != nil {
 		if typ == watch.Error {
-			err = json.UnmarshalCaseSensitivePreserveInts(early, &status)
-		} else {
-			err = json.UnmarshalCaseSensitivePreserveInts(early, &obj)
-		}
-		if err != nil {
-			return Event[T]{}, err
+			if err := json.UnmarshalCaseSensitivePreserveInts(raw, &status); err != nil {
+				return Event[T]{}, err
+			}
+		} else if err := json.UnmarshalCaseSensitivePreserveInts(raw, &obj); err != nil {
+			return Event[T]{}, w.src.undecodableEvent(typ, undecodableJSON(raw, err))
 		}
 	}
-	return w.src.event(typ, obj, status, seen)
+	return w.src.event(typ, obj, status, raw != nil)
 }
 
 // event checks a decoded event and makes it an Event or a stream error.

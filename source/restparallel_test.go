@@ -68,19 +68,24 @@ func TestParallelKeepsOrder(t *testing.T) {
 	}
 }
 
-// TestParallelBadEvent: an event that does not decode is reported in its
-// place, after every event before it, as ErrMalformed.
+// TestParallelBadEvent: an event whose object does not decode is reported
+// in its place, after every event before it, as ErrUndecodable, and the
+// events after it follow.
 func TestParallelBadEvent(t *testing.T) {
 	w := parallel(stream(t, 50, 30), 3)
 	defer w.Stop()
 	ctx := context.Background()
-	for i := range 30 {
-		if _, err := w.Next(ctx); err != nil {
+	for i := range 50 {
+		_, err := w.Next(ctx)
+		switch {
+		case i == 30 && !errors.Is(err, ErrUndecodable):
+			t.Fatalf("event 30: %v, want ErrUndecodable", err)
+		case i != 30 && err != nil:
 			t.Fatalf("event %d: %v", i, err)
 		}
 	}
-	if _, err := w.Next(ctx); !errors.Is(err, ErrMalformed) {
-		t.Fatalf("event 30: %v, want ErrMalformed", err)
+	if _, err := w.Next(ctx); !errors.Is(err, ErrWatchClosed) {
+		t.Fatalf("after the last event: %v, want ErrWatchClosed", err)
 	}
 }
 

@@ -45,21 +45,27 @@ func (p *protoSource[T]) List(ctx context.Context, opts metav1.ListOptions) (Lis
 	read := &recordingReader{r: rc}
 	in := newBufReader(read)
 	if b, err := in.Peek(1); err == nil && (b[0] == '{' || skipSpace(b, 0) > 0) {
-		return p.rest.decodeList(read, in)
+		return p.rest.decodeList(in)
 	}
 	body, err := io.ReadAll(in)
 	if err != nil {
 		return List[T]{}, &Error{Phase: PhaseList, Err: err}
 	}
 	l, err := p.decodeList(body)
-	if err != nil {
-		return List[T]{}, &Error{Phase: PhaseList, Err: fmt.Errorf("%w: decode %v list: %w", ErrMalformed, p.rest.info.Resource, err)}
+	var u *UndecodableError
+	switch {
+	case errors.As(err, &u): // an item without a name
+		return List[T]{}, &Error{Phase: PhaseList, Err: fmt.Errorf("decode %v list: %w", p.rest.info.Resource, err)}
+	case err != nil:
+		return List[T]{}, p.rest.listError(err)
 	}
 	return l, nil
 }
 
 // decodeList decodes a protobuf list body: the envelope around a list
-// message whose field 1 is its ListMeta and field 2 its items.
+// message whose field 1 is its ListMeta and field 2 its items. An item
+// that does not decode into T goes into List.Undecodable if its metadata
+// names it, and is the error of the list (an *UndecodableError) if not.
 func (p *protoSource[T]) decodeList(body []byte) (List[T], error) {
 	apiVersion, kind, msg, err := unknownFields(body)
 	if err != nil {
@@ -79,9 +85,16 @@ func (p *protoSource[T]) decodeList(body []byte) (List[T], error) {
 		case 1:
 			return meta.Unmarshal(val)
 		case 2:
+			i := len(out.Items) + len(out.Undecodable)
 			t, err := p.unmarshal(val, &cut)
 			if err != nil {
-				return fmt.Errorf("item %d: %w", len(out.Items), err)
+				u := undecodableProto(val, err)
+				u.Index = i
+				if u.Name == "" {
+					return u
+				}
+				out.Undecodable = append(out.Undecodable, u)
+				return nil
 			}
 			out.Items = append(out.Items, t)
 		}
@@ -245,7 +258,7 @@ func (w *protoWatcher[T]) decode() (Event[T], error) {
 	}
 	t, err := w.src.unmarshal(obj, &w.cut)
 	if err != nil {
-		return Event[T]{}, err
+		return Event[T]{}, s.undecodableEvent(watch.EventType(typ), undecodableProto(obj, err))
 	}
 	return s.event(watch.EventType(typ), t, nil, true)
 }

@@ -20,6 +20,9 @@ type Source[T cache.Object] interface {
 	// once, when a consumer is made, and must not change.
 	Info() Info
 	// List returns one page of objects (all of them if opts.Limit is 0).
+	// An object of the page that the source read but could not decode
+	// into T is in the page's Undecodable, not an error of the page,
+	// when its metadata names it.
 	List(ctx context.Context, opts metav1.ListOptions) (List[T], error)
 	// Watch starts a watch stream as described by opts: from
 	// opts.ResourceVersion, with bookmarks if opts.AllowWatchBookmarks, and
@@ -31,6 +34,14 @@ type Source[T cache.Object] interface {
 type List[T cache.Object] struct {
 	// Items are the page's objects.
 	Items []T
+	// Undecodable are the page's objects that the source read but could
+	// not decode into T, each named by its metadata (Name is never
+	// empty), in the order of the page; they are not in Items. An
+	// informer quarantines them under their keys. Only FromConfig sets
+	// it; sources that get their objects decoded by client-go
+	// (FromClient, FromListerWatcher, FromDynamic, FromMetadata) cannot
+	// tell one object from the list, and fail the list.
+	Undecodable []*UndecodableError
 	// ResourceVersion is the version the list was read at.
 	ResourceVersion string
 	// Continue is the token for the next page; empty on the last page.
@@ -61,7 +72,10 @@ type Watcher[T cache.Object] interface {
 	// failure in the stream: an ERROR event's status (an *Error with
 	// PhaseWatch wrapping the API error), or an event that makes no sense
 	// (ErrMalformed, ErrWrongType). The caller stops the stream after an
-	// error. A ctx that ends while Next blocks may end the stream too (a
+	// error, but for one: an event whose object the source read whole
+	// but could not decode into T is an *UndecodableError (in an *Error
+	// with PhaseWatch), and the next call reads the event after it. A
+	// ctx that ends while Next blocks may end the stream too (a
 	// source reading a connection can stop the read only by closing it):
 	// after ctx's error, the caller watches again.
 	Next(ctx context.Context) (Event[T], error)
@@ -107,7 +121,9 @@ var (
 	ErrNilObject = errors.New("source: nil object")
 	// ErrMalformed is wrapped by errors about frames that make no sense: an
 	// unknown event type, an error event without a status, an event
-	// without an object.
+	// without an object, a list or an event that is not JSON (or not the
+	// protobuf the API server writes). An object that is, but does not
+	// decode into T, is an *UndecodableError instead.
 	ErrMalformed = errors.New("source: malformed watch event")
 	// ErrPanic is wrapped, with the panic's value and stack, by the error
 	// an informer reports for a source that panicked in List, Watch or

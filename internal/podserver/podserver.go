@@ -3,7 +3,8 @@
 // built on it: GET /api/v1/pods and /api/v1/namespaces/{ns}/pods, lists
 // and watches in JSON (one {"type","object"} value per line) or, when the
 // request accepts it, in protobuf (length-prefixed WatchEvent frames), and
-// errors as a Status with its code; legacy discovery of pods and nodes.
+// errors as a Status with its code; legacy discovery of pods and nodes. It
+// can send chosen pods in a form that does not decode (Undecodable).
 package podserver
 
 import (
@@ -35,12 +36,22 @@ import (
 type Server struct {
 	Fake *sourcetest.Fake[*corev1.Pod]
 	// URL is the server's base URL.
-	URL      string
-	Requests atomic.Int64
+	URL string
+	// Requests counts every request; Lists the LIST requests of pods, and
+	// Watches the WATCH requests (streaming lists included).
+	Requests, Lists, Watches atomic.Int64
 	// Frame, if set before the first watch, replaces the JSON encoding of
 	// watch events (to send malformed ones).
 	Frame func(watch.EventType, *corev1.Pod) string
-	srv   *httptest.Server
+	// Undecodable, if set before the first request, is asked about every
+	// pod the server sends, in lists and in watch events (from the
+	// server's goroutines: it must be safe for concurrent use). A pod it
+	// returns true for is sent with its metadata intact and a spec that
+	// does not decode into a corev1.Pod: in JSON
+	// "spec": {"containers": "oops"}, in protobuf a spec whose containers
+	// field has the wrong wire type.
+	Undecodable func(*corev1.Pod) bool
+	srv         *httptest.Server
 }
 
 // New starts a server of f, closed when t ends.
@@ -104,9 +115,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	proto := strings.Contains(r.Header.Get("Accept"), runtime.ContentTypeProtobuf)
 	if opts.Watch {
+		s.Watches.Add(1)
 		s.watch(r.Context(), w, opts, proto)
 		return
 	}
+	s.Lists.Add(1)
 	l, err := s.Fake.List(r.Context(), opts)
 	if err != nil {
 		WriteStatus(w, err)
@@ -116,6 +129,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	out.ResourceVersion, out.Continue, out.ShardInfo = l.ResourceVersion, l.Continue, l.ShardInfo
 	for _, p := range l.Items {
 		out.Items = append(out.Items, *p)
+	}
+	if s.Undecodable != nil {
+		s.writeList(w, out, proto)
+		return
 	}
 	if proto {
 		w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
@@ -147,9 +164,15 @@ func (s *Server) watch(ctx context.Context, w http.ResponseWriter, opts metav1.L
 	flush()
 	enc := json.NewEncoder(w)
 	send := func(typ watch.EventType, obj runtime.Object) {
-		if proto {
+		p, _ := obj.(*corev1.Pod)
+		switch bad := p != nil && typ != watch.Bookmark && s.Undecodable != nil && s.Undecodable(p); {
+		case proto && bad:
+			_, _ = w.Write(frame(typ, envelope("Pod", undecodableProto(p))))
+		case proto:
 			_, _ = w.Write(ProtoFrame(typ, obj))
-		} else {
+		case bad:
+			_ = enc.Encode(Event{Type: typ, Object: json.RawMessage(undecodableJSON(p))})
+		default:
 			_ = enc.Encode(Event{Type: typ, Object: obj})
 		}
 		flush()
@@ -189,12 +212,115 @@ func EncodeProto(obj runtime.Object) []byte {
 // ProtoFrame is one watch event as the API server writes a protobuf watch:
 // the length, then a metav1.WatchEvent whose object is EncodeProto's.
 func ProtoFrame(typ watch.EventType, obj runtime.Object) []byte {
-	we := &metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: EncodeProto(obj)}}
+	return frame(typ, EncodeProto(obj))
+}
+
+// frame is the watch frame of an event whose object's encoding (with its
+// envelope) is obj.
+func frame(typ watch.EventType, obj []byte) []byte {
+	we := &metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: obj}}
 	msg, err := we.Marshal()
 	if err != nil {
 		panic(err)
 	}
 	return append(binary.BigEndian.AppendUint32(nil, uint32(len(msg))), msg...)
+}
+
+// writeList writes l with the pods Undecodable picks in a form that does
+// not decode, each item encoded alone.
+func (s *Server) writeList(w http.ResponseWriter, l *corev1.PodList, proto bool) {
+	if proto {
+		meta, err := l.ListMeta.Marshal()
+		if err != nil {
+			panic(err)
+		}
+		msg := protoField(nil, 1, meta)
+		for i := range l.Items {
+			p := &l.Items[i]
+			var item []byte
+			if s.Undecodable(p) {
+				item = undecodableProto(p)
+			} else if item, err = p.Marshal(); err != nil {
+				panic(err)
+			}
+			msg = protoField(msg, 2, item)
+		}
+		w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
+		_, _ = w.Write(envelope("PodList", msg))
+		return
+	}
+	out := struct {
+		metav1.TypeMeta `json:",inline"`
+		Metadata        metav1.ListMeta   `json:"metadata"`
+		Items           []json.RawMessage `json:"items"`
+	}{TypeMeta: l.TypeMeta, Metadata: l.ListMeta, Items: []json.RawMessage{}}
+	for i := range l.Items {
+		p := &l.Items[i]
+		if s.Undecodable(p) {
+			out.Items = append(out.Items, undecodableJSON(p))
+			continue
+		}
+		b, err := json.Marshal(p)
+		if err != nil {
+			panic(err)
+		}
+		out.Items = append(out.Items, b)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// undecodableJSON is p in JSON with "spec": {"containers": "oops"}: a
+// string where corev1.PodSpec has an array.
+func undecodableJSON(p *corev1.Pod) []byte {
+	b, err := json.Marshal(p)
+	if err != nil {
+		panic(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		panic(err)
+	}
+	m["spec"] = map[string]any{"containers": "oops"}
+	if b, err = json.Marshal(m); err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// undecodableProto is p's protobuf message (without the envelope) with its
+// metadata and status, and a spec whose field 2 (containers, a message) is
+// a varint: corev1.PodSpec's Unmarshal refuses its wire type.
+func undecodableProto(p *corev1.Pod) []byte {
+	meta, err := p.ObjectMeta.Marshal()
+	if err != nil {
+		panic(err)
+	}
+	status, err := p.Status.Marshal()
+	if err != nil {
+		panic(err)
+	}
+	msg := protoField(nil, 1, meta)
+	msg = protoField(msg, 2, []byte{2<<3 | 0, 1})
+	return protoField(msg, 3, status)
+}
+
+// protoField appends field num, length-delimited, with value val to b.
+func protoField(b []byte, num int, val []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(num)<<3|2)
+	b = binary.AppendUvarint(b, uint64(len(val)))
+	return append(b, val...)
+}
+
+// envelope wraps the message msg of a v1 kind in the "k8s\x00" envelope
+// the API server writes around a protobuf object.
+func envelope(kind string, msg []byte) []byte {
+	u := &runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "v1", Kind: kind}, Raw: msg}
+	b, err := u.Marshal()
+	if err != nil {
+		panic(err)
+	}
+	return append([]byte("k8s\x00"), b...)
 }
 
 // discovery serves the legacy discovery documents: the core group with

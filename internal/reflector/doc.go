@@ -45,7 +45,13 @@
 //     the same error after the same resourceVersion, is one the server replays to every
 //     watch from there (an object that does not decode into T): that leads
 //     to a relist after a backoff, which gets past it once it is fixed or
-//     deleted (while it exists, the relist fails and is retried).
+//     deleted (while it exists, the relist fails and is retried). An
+//     object that does not decode but has a readable name (a
+//     source.UndecodableError, in a list page's Undecodable or from Next)
+//     is no bad frame: with PushRefused it goes to the sink as a Refused
+//     delta in its place (a deletion by key for a DELETED event), and the
+//     list or the same watch goes on; without it, it is refused as an
+//     object Prepare refuses.
 //   - The resume point never goes back: events of a watch move it only
 //     forward. After a list without a resourceVersion no watch can resume,
 //     so a watch that ends is followed by a quorum relist.

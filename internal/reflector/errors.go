@@ -102,9 +102,21 @@ func NeedsIntervention(err error) bool {
 
 // isBadContent reports an error about what a stream carried rather than
 // about the stream: a frame that makes no sense, an object of the wrong
-// type, or none.
+// type, or none, an object that does not decode and has no name to
+// quarantine it by.
 func isBadContent(err error) bool {
-	return errors.Is(err, source.ErrMalformed) || errors.Is(err, source.ErrWrongType) || errors.Is(err, source.ErrNilObject)
+	return errors.Is(err, source.ErrMalformed) || errors.Is(err, source.ErrWrongType) || errors.Is(err, source.ErrNilObject) ||
+		errors.Is(err, source.ErrUndecodable)
+}
+
+// namedUndecodable returns the *source.UndecodableError err is, or
+// wraps, if the object has a name to quarantine it by.
+func namedUndecodable(err error) (*source.UndecodableError, bool) {
+	var u *source.UndecodableError
+	if errors.As(err, &u) && u.Name != "" {
+		return u, true
+	}
+	return nil, false
 }
 
 // badKey identifies a bad frame or object by what it said and the version

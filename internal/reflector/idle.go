@@ -30,6 +30,23 @@ func (r *Reflector[T]) prepared(t fifo.DeltaType, obj T) (fifo.Delta[T], error) 
 	return fifo.Delta[T]{Type: fifo.Refused, Entry: cache.Entry[T]{Key: cache.KeyOf(obj)}, ResourceVersion: obj.GetResourceVersion(), Err: err}, nil
 }
 
+// undecodable is the delta for an object the source read but could not
+// decode (u), met as a delta of type t: with Options.PushRefused, a
+// deletion by key for Deleted, else a Refused delta with u as its error,
+// so that the sink quarantines the object as one Prepare refused;
+// without it, or for an object without a name, the error that stops the
+// reflector before the object.
+func (r *Reflector[T]) undecodable(t fifo.DeltaType, u *source.UndecodableError) (fifo.Delta[T], error) {
+	if !r.opts.PushRefused || u.Name == "" {
+		return fifo.Delta[T]{}, &refusal{err: u}
+	}
+	e := cache.Entry[T]{Key: u.Key()}
+	if t == fifo.Deleted {
+		return fifo.Delta[T]{Type: fifo.Deleted, Entry: e, ResourceVersion: u.ResourceVersion}, nil
+	}
+	return fifo.Delta[T]{Type: fifo.Refused, Entry: e, ResourceVersion: u.ResourceVersion, Err: u}, nil
+}
+
 // Relist makes the reflector stop its watch and list again, with a quorum
 // read (resourceVersion ""), after the usual short backoff. The informer's
 // consistency check calls it to repair a cache that diverged from the

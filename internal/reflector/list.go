@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/typedinformer/informer/fifo"
+	"github.com/typedinformer/informer/source"
 )
 
 // relistRV is the resourceVersion a LIST asks for: "0" (any cached state)
@@ -95,7 +96,7 @@ func (r *Reflector[T]) listPages(ctx context.Context, rv string) (string, error)
 			r.pagesAnyVersion = true
 		}
 		first = false
-		if err := r.pushItems(r.shardPage(ctx, page.Items, page.ShardInfo, opts.Continue == "")); err != nil {
+		if err := r.pushItems(r.shardPage(ctx, page.Items, page.ShardInfo, opts.Continue == ""), page.Undecodable); err != nil {
 			return "", err
 		}
 		if page.Continue == "" {
@@ -108,11 +109,19 @@ func (r *Reflector[T]) listPages(ctx context.Context, rv string) (string, error)
 	}
 }
 
-// pushItems prepares a page's objects and pushes them as Replaced deltas.
-func (r *Reflector[T]) pushItems(items []T) error {
-	ds := make([]fifo.Delta[T], 0, len(items))
+// pushItems prepares a page's objects and pushes them as Replaced deltas,
+// and its objects that did not decode as refusals (see undecodable).
+func (r *Reflector[T]) pushItems(items []T, bad []*source.UndecodableError) error {
+	ds := make([]fifo.Delta[T], 0, len(items)+len(bad))
 	for _, obj := range items {
 		d, err := r.prepared(fifo.Replaced, obj)
+		if err != nil {
+			return err
+		}
+		ds = append(ds, d)
+	}
+	for _, u := range bad {
+		d, err := r.undecodable(fifo.Replaced, u)
 		if err != nil {
 			return err
 		}

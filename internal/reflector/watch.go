@@ -151,6 +151,15 @@ func (r *Reflector[T]) consume(ctx context.Context, w source.Watcher[T]) (int, e
 	defer dog.stop()
 	for n := 0; ; n++ {
 		ev, err := w.Next(ctx)
+		if u, ok := namedUndecodable(err); ok && ctx.Err() == nil {
+			// The event was read, its object did not decode: the stream
+			// goes on after it.
+			dog.progress()
+			if err := r.applyUndecodable(u); err != nil {
+				return n, err
+			}
+			continue
+		}
 		if err != nil {
 			if err := dog.err(r.LastSyncResourceVersion()); err != nil && ctx.Err() == nil {
 				return n, err
@@ -165,6 +174,31 @@ func (r *Reflector[T]) consume(ctx context.Context, w source.Watcher[T]) (int, e
 			return n, err
 		}
 	}
+}
+
+// applyUndecodable hands the sink the refusal, or the deletion by key, for
+// a watch event whose object did not decode (u), and advances the last
+// synced resourceVersion past it. An event that carries no change (a
+// bookmark) is an error of the stream.
+func (r *Reflector[T]) applyUndecodable(u *source.UndecodableError) error {
+	t := fifo.Updated
+	switch u.Event {
+	case watch.Added, watch.Modified:
+	case watch.Deleted:
+		t = fifo.Deleted
+	default:
+		return &source.Error{Phase: source.PhaseWatch, Err: u}
+	}
+	d, err := r.undecodable(t, u)
+	if err != nil {
+		return err
+	}
+	if err := r.pushOne(d); err != nil {
+		return err
+	}
+	r.events.Add(1)
+	r.advance(u.ResourceVersion)
+	return nil
 }
 
 // apply hands one watch event to the sink and advances the last synced
