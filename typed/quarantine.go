@@ -13,8 +13,9 @@ import (
 )
 
 // RefusePolicy says what an informer does with an object its cache cannot
-// take: one that Options.Transform fails or panics on, or that an index
-// function fails on.
+// take: one whose bytes do not decode into T (the source names it: a
+// *source.UndecodableError), one that Options.Transform fails or panics
+// on, or one that an index function fails on.
 type RefusePolicy uint8
 
 const (
@@ -61,8 +62,10 @@ var (
 	ErrQuarantined = errors.New("typed: object quarantined")
 )
 
-// RefusedError is an object the informer's cache could not take:
-// Options.Transform or an index function failed on it. Under Quarantine
+// RefusedError is an object the informer's cache could not take: its
+// bytes did not decode into T (a *source.UndecodableError, from a source
+// that can still name the object), or Options.Transform or an index
+// function failed on it. Under Quarantine
 // it is reported once per version, when the object enters quarantine
 // (Quarantined is true); under StopAndRelist it is the error the informer
 // relists on, reported and held in Status().LastError. errors.As finds it
@@ -72,8 +75,8 @@ type RefusedError struct {
 	Key cache.Key
 	// ResourceVersion is the refused version of the object.
 	ResourceVersion string
-	// Err is why it was refused: the transform's or index function's
-	// error.
+	// Err is why it was refused: the source's *source.UndecodableError,
+	// or the transform's or index function's error.
 	Err error
 	// Quarantined is true if the object was left out of the cache while
 	// the rest of it goes on (Quarantine); false if the informer stopped
