@@ -109,7 +109,11 @@ type Recorder[T cache.Object] struct {
 	dropped    int
 }
 
-// NewRecorder returns an empty recorder.
+// NewRecorder returns an empty recorder. Its checks of versions (a key's
+// resourceVersion never goes back, no stale state) need a source that
+// sets them, as sourcetest.Fake and an API server do; client-go's fake
+// clientset sets neither resourceVersions nor UIDs, so over it the
+// recorder compares keys and events only.
 func NewRecorder[T cache.Object](opts RecorderOptions) *Recorder[T] {
 	return &Recorder[T]{opts: opts, have: map[cache.Key]T{}, copies: map[cache.Key]T{},
 		lastRV: map[cache.Key]int64{}, events: map[cache.Key][]Event{}}

@@ -85,8 +85,9 @@ const (
 
 // NewInformer returns an informer of src's objects sharded by m: it
 // handles only the objects in this replica's range. Its Run runs m (do not
-// run m yourself). It fails for a nil source or membership, an unknown key,
-// and Informer options with a Shard or that typed.NewInformer refuses.
+// run m yourself). It fails for a nil source or membership, a membership
+// another sharded Informer has, an unknown key, and Informer options with
+// a Shard or that typed.NewInformer refuses.
 func NewInformer[T cache.Object](src source.Source[T], m *Membership, opts InformerOptions[T]) (*Informer[T], error) {
 	if err := source.Check(src); err != nil {
 		return nil, fmt.Errorf("sharding: %w", err)
@@ -115,6 +116,9 @@ func NewInformer[T cache.Object](src source.Source[T], m *Membership, opts Infor
 	// No range until the membership gives one: the informer starts paused.
 	if err := inf.Move(context.Background(), nil, nil); err != nil {
 		return nil, fmt.Errorf("sharding: %w", err)
+	}
+	if !m.taken.CompareAndSwap(false, true) {
+		return nil, fmt.Errorf("%w: membership %s of group %s is another sharded Informer's (its Lease holds one range)", ErrBadOptions, m.Identity(), m.opts.Group)
 	}
 	s := &Informer[T]{inf: inf, m: m, opts: opts}
 	s.status.Identity = m.Identity()
@@ -204,7 +208,12 @@ func (s *Informer[T]) Run(ctx context.Context) error {
 	mctx, stopMembership := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopMembership()
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return s.m.Run(mctx) })
+	g.Go(func() error {
+		if err := s.m.Run(mctx); err != nil {
+			return fmt.Errorf("sharding: membership %s: %w", s.m.Identity(), err)
+		}
+		return nil
+	})
 	g.Go(func() error { return s.inf.Run(gctx) })
 	g.Go(func() error {
 		defer stopMembership()

@@ -136,6 +136,7 @@ type Membership struct {
 	name    string
 	inf     *typed.Informer[*coordinationv1.Lease]
 	running atomic.Bool
+	taken   atomic.Bool // by a sharded Informer
 	kick    chan struct{}
 
 	writeMu sync.Mutex // serialises writes of the own Lease

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -11,10 +12,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/typedinformer/informer/sharding"
+	"github.com/typedinformer/informer/source/sourcetest"
 )
 
 func TestNewMembershipErrors(t *testing.T) {
@@ -147,4 +150,20 @@ func TestExpiredLeasesAreCollected(t *testing.T) {
 		cancel()
 		wg.Wait()
 	})
+}
+
+// TestMembershipIsOneInformers: a membership given to a second sharded
+// informer is refused at construction: its Lease holds one range.
+func TestMembershipIsOneInformers(t *testing.T) {
+	m, err := sharding.NewMembership(fake.NewClientset().CoordinationV1(), sharding.Options{Namespace: "ns", Group: "g", Identity: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := sourcetest.NewFake(sourcetest.FakeOptions[*corev1.Pod]{})
+	if _, err := sharding.NewInformer(src, m, sharding.InformerOptions[*corev1.Pod]{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sharding.NewInformer(src, m, sharding.InformerOptions[*corev1.Pod]{}); !errors.Is(err, sharding.ErrBadOptions) || !strings.Contains(err.Error(), "another sharded Informer") {
+		t.Errorf("a second NewInformer with the membership = %v, want ErrBadOptions saying it is taken", err)
+	}
 }

@@ -390,3 +390,18 @@ func wrongTypeList(t *testing.T) {
 		t.Errorf("I8: %d LIST attempts in 10s, want a few (2-10)", n)
 	}
 }
+
+// TestTypedNilsAreRefused: a nil *Informer given to WaitForCacheSync, or a
+// nil pointer given to AddHandler as the handler, is an error, not a panic
+// on another goroutine.
+func TestTypedNilsAreRefused(t *testing.T) {
+	var nilInf *typed.Informer[*corev1.Pod]
+	if err := typed.WaitForCacheSync(t.Context(), nilInf); err == nil || !strings.Contains(err.Error(), "syncer 0 is nil") {
+		t.Errorf("WaitForCacheSync(nil *Informer) = %v, want the nil syncer named", err)
+	}
+	inf := mustInformer(t, fakeOf(sourcetest.FakeOptions[*corev1.Pod]{}), typed.Options[*corev1.Pod]{})
+	var rec *informertest.Recorder[*corev1.Pod]
+	if _, err := inf.AddHandler(rec); err == nil || !strings.Contains(err.Error(), "nil handler") {
+		t.Errorf("AddHandler(nil *Recorder) = %v, want a nil handler error", err)
+	}
+}

@@ -208,7 +208,9 @@ func (inf *Informer[T]) Name() string { return inf.name }
 // goroutine it started and returns nil. A handler call in progress when
 // ctx ends is waited for up to Options.StopTimeout; one still running then
 // is reported (ErrHandlerStuck, naming the handler) and left to return on
-// its own, with nothing more delivered to it. It returns an error when the
+// its own, with nothing more delivered to it. The last errors are then
+// handed to Options.ErrorHandler, waited for up to StopTimeout as well. It
+// returns an error when the
 // informer cannot go on: the source refused the first list as a malformed
 // request, which no retry can fix. Run returns ErrRunning while the
 // informer runs and ErrStopped after it ran.
@@ -275,9 +277,28 @@ func (inf *Informer[T]) Run(ctx context.Context) error {
 		inf.checkMutations(inf.reportAsync) // no handler runs any more: a last look at what they did
 	}
 	close(inf.reported)
-	<-reporter
+	inf.waitReporter(reporter)
 	close(inf.done)
 	return err
+}
+
+// waitReporter waits, bounded by Options.StopTimeout, for the reporter to
+// hand the last errors to ErrorHandler; an ErrorHandler that blocks does
+// not keep Run from returning (it gets the rest when it returns).
+func (inf *Informer[T]) waitReporter(reporter <-chan struct{}) {
+	d := stopTimeout(inf.opts.StopTimeout)
+	if d == 0 {
+		<-reporter
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-reporter:
+	case <-t.C:
+		inf.log().Error(nil, "Options.ErrorHandler has not returned; Run returns, and the errors left are handed over when it does",
+			"informer", inf.name, "waited", d)
+	}
 }
 
 // startListener starts l's goroutine; the caller holds mu while running.

@@ -111,8 +111,10 @@ type Options[T cache.Object] struct {
 	// handler calls in progress to return. A handler still in a call then
 	// is reported to ErrorHandler by name (an error wrapping
 	// ErrHandlerStuck) and left to return on its own goroutine, which
-	// delivers nothing more; Run returns. Default (0):
-	// DefaultStopTimeout; negative: wait for every call, without bound.
+	// delivers nothing more. It bounds, as well, the wait for ErrorHandler
+	// to take the last errors: one that blocks gets them when it returns,
+	// after Run did. Default (0): DefaultStopTimeout; negative: wait for
+	// every call, without bound.
 	StopTimeout time.Duration
 	// DetectMutations makes the informer keep a deep copy of every object
 	// it caches and compare them every MutationCheckPeriod and when Run

@@ -78,8 +78,8 @@ func (inf *Informer[T]) AddHandler(h handler.Handler[T]) (*Registration, error) 
 // handler may get fewer calls than there were changes, never a call out of
 // order for a key, and always each key's final state.
 func (inf *Informer[T]) AddHandlerWithOptions(h handler.Handler[T], opts HandlerOptions) (*Registration, error) {
-	if h == nil {
-		return nil, fmt.Errorf("typed: informer %s: AddHandler: nil handler", inf.name)
+	if isNil(h) {
+		return nil, fmt.Errorf("typed: informer %s: AddHandler: nil handler (%T)", inf.name, h)
 	}
 	if opts.Buffer > CoalesceByKey {
 		return nil, fmt.Errorf("typed: informer %s: AddHandler: unknown buffer policy %d", inf.name, opts.Buffer)

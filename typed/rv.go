@@ -58,7 +58,8 @@ var ErrBadResourceVersion = errors.New("typed: not a comparable resourceVersion"
 // newer than it. It returns ctx's error if ctx ends first, ErrStopped if
 // the informer stops, and an error wrapping ErrBadResourceVersion for a
 // version that cannot be compared (the API server's are decimal numbers,
-// compared as resourceversion.CompareResourceVersion does).
+// compared as resourceversion.CompareResourceVersion does). Called before
+// Run, it waits for Run: give ctx a deadline.
 func (inf *Informer[T]) WaitForResourceVersion(ctx context.Context, rv string) error {
 	o := &inf.seen
 	for {

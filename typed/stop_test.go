@@ -187,3 +187,45 @@ func TestRunReturnsWithAStuckHandler(t *testing.T) {
 		})
 	}
 }
+
+// TestRunReturnsWithABlockingErrorHandler: an ErrorHandler that blocks
+// (a send on a channel nobody reads once the caller stopped) does not keep
+// Run from returning: Run waits StopTimeout for it, then returns; the
+// handler gets the rest of the errors once it returns.
+func TestRunReturnsWithABlockingErrorHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := fakeOf(sourcetest.FakeOptions[*corev1.Pod]{}, it.Pod("a", "a1", nil))
+		release := make(chan struct{})
+		var got atomic.Int32
+		inf := mustInformer(t, fake, typed.Options[*corev1.Pod]{
+			StopTimeout: 2 * time.Second,
+			ErrorHandler: func(error) {
+				got.Add(1)
+				<-release
+			},
+		})
+		ctx, cancel := context.WithCancel(t.Context())
+		ran := make(chan error, 1)
+		go func() { ran <- inf.Run(ctx) }()
+		if err := inf.WaitForSync(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		fake.FailWatches(1000, errors.New("boom")) // reported at every re-watch
+		fake.CutWatches()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if got.Load() == 0 {
+			t.Fatal("no error reached the ErrorHandler")
+		}
+		start := time.Now()
+		cancel()
+		if err := <-ran; err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+		if waited := time.Since(start); waited != 2*time.Second {
+			t.Errorf("Run returned %v after cancel, want StopTimeout (2s; fake time)", waited)
+		}
+		close(release)
+		synctest.Wait() // the reporter hands the rest over and ends
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -60,7 +61,9 @@ func (e *NotSyncedError) Unwrap() []error {
 // Unauthorized, NotFound: the informer keeps retrying, so a later
 // WaitForSync can succeed), when Run returns before the informer synced,
 // or when ctx ends, carrying the last error so the caller learns why (for
-// an informer whose Run was never called, ErrNotStarted).
+// an informer whose Run was never called, ErrNotStarted). Called before
+// Run, it waits for Run (as factory code does between Register and
+// Start): give ctx a deadline.
 func (inf *Informer[T]) WaitForSync(ctx context.Context) error {
 	return inf.wait(ctx, inf.synced, nil, "")
 }
@@ -143,8 +146,8 @@ func WaitForCacheSync(ctx context.Context, syncers ...Syncer) error {
 	errs := make([]error, len(syncers))
 	var wg sync.WaitGroup
 	for i, s := range syncers {
-		if s == nil {
-			errs[i] = fmt.Errorf("typed: WaitForCacheSync: syncer %d is nil", i)
+		if isNil(s) {
+			errs[i] = fmt.Errorf("typed: WaitForCacheSync: syncer %d is nil (%T)", i, s)
 			continue
 		}
 		wg.Go(func() { errs[i] = s.WaitForSync(ctx) })
@@ -208,4 +211,17 @@ func (inf *Informer[T]) Status() Status {
 	return Status{LastError: s.LastError, LastErrorTime: s.LastErrorTime, StaleSince: s.StaleSince,
 		LastEventTime: inf.lastEventTime(), Stats: s.Stats, Shard: s.Shard,
 		Quarantined: inf.poison.list(), Checks: inf.checks()}
+}
+
+// isNil reports a nil interface, or a nil pointer, map, slice, func or
+// channel in one: a value whose methods would panic.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
 }
