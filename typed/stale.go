@@ -18,20 +18,23 @@ var ErrWentBack = errors.New("typed: resourceVersion went back")
 // older than its cache: a list answered at a resourceVersion older than
 // the one the cache is at (an API server behind a load balancer whose
 // watch cache lags), or a watch event older than that. The informer
-// refuses it, so the cache never goes back in time (a deleted object does
-// not reappear), and lists again with a quorum read, which it takes
+// refuses it, so the cache never goes back in time (a list does not bring
+// a deleted object back, an event does not take an object back to an
+// older state), and lists again with a quorum read, which it takes
 // whatever its version: after an etcd restore, versions go back for good.
 type StaleError struct {
 	// Key is the event's object; zero for a list.
 	Key cache.Key
 	// ResourceVersion is the refused list's or event's.
 	ResourceVersion string
-	// Cached is the resourceVersion the cache is at.
+	// Cached is the resourceVersion the cache is at: the cached object's,
+	// for an event.
 	Cached string
 }
 
 // Error says what was refused, as "list at resourceVersion 5 is older
-// than the cache (7): refused; listing again".
+// than the cache (7): refused; listing again" (for an event, "event of
+// ns/name at ...", and the cached object's version).
 func (e *StaleError) Error() string {
 	what := "list"
 	if e.Key.Name != "" {
@@ -63,13 +66,31 @@ func (a *applier[T]) older(rv string) bool {
 	return err == nil && c < 0
 }
 
-// staleEvent refuses a watch event older than the cache and asks for a
-// relist, reporting it once until the relist is in.
+// staleEvent refuses a watch event older than the object the cache holds
+// under its key, and asks for a relist, reporting it once until the relist
+// is in. It compares with the object, not with the whole cache: a source
+// owes increasing versions per object, and a stream whose versions are
+// not increasing across objects (a replay, a test's) is not wrong.
 func (a *applier[T]) staleEvent(d *fifo.Delta[T]) bool {
-	if !a.synced || d.Object == *new(T) || !a.older(d.Object.GetResourceVersion()) {
+	if !a.synced || d.Object == *new(T) {
 		return false
 	}
-	a.wentBack(&StaleError{Key: d.Key, ResourceVersion: d.Object.GetResourceVersion(), Cached: a.at()})
+	rv := d.Object.GetResourceVersion()
+	if a.relisting && a.older(rv) {
+		return true // older than the cache, while the relist asked for is on its way
+	}
+	held, ok := a.inf.writer.Entry(d.Key)
+	if !ok {
+		return false
+	}
+	cur := held.Object.GetResourceVersion()
+	if rv == "" || cur == "" {
+		return false
+	}
+	if c, err := resourceversion.CompareResourceVersion(rv, cur); err != nil || c >= 0 {
+		return false
+	}
+	a.wentBack(&StaleError{Key: d.Key, ResourceVersion: rv, Cached: cur})
 	return true
 }
 

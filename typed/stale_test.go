@@ -84,12 +84,13 @@ func (r *replaying) Next(ctx context.Context) (source.Event[*corev1.Pod], error)
 	return r.Watcher.Next(ctx)
 }
 
-// TestStaleListOrEventIsRefused: after b was deleted, the source answers a
-// relist with a snapshot from before (a list older than the cache), or
-// replays b's creation in a new watch (an event older than the cache).
-// The informer refuses either: b does not come back, the handler hears
-// nothing of it, a *StaleError is reported once, and the informer lists again,
-// with a quorum read, to a cache equal to the server.
+// TestStaleListOrEventIsRefused: after b was deleted and a updated, the
+// source answers a relist with a snapshot from before (a list older than
+// the cache), or replays a's old state in a new watch (an event older than
+// the cached a). The informer refuses either: b does not come back, a does
+// not go back, the handler hears of neither, a *StaleError is reported
+// once, and the informer lists again, with a quorum read, to a cache equal
+// to the server.
 func TestStaleListOrEventIsRefused(t *testing.T) {
 	for _, kind := range []string{"list", "event"} {
 		t.Run(kind, func(t *testing.T) {
@@ -120,11 +121,14 @@ func TestStaleListOrEventIsRefused(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				oldB, err := fake.Get(cache.Key{Namespace: "ns", Name: "b"})
+				oldA, err := fake.Get(cache.Key{Namespace: "ns", Name: "a"})
 				if err != nil {
 					t.Fatal(err)
 				}
 				if _, err := fake.Delete(cache.Key{Namespace: "ns", Name: "b"}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := fake.Update(it.Pod("ns", "a", map[string]string{"v": "2"})); err != nil {
 					t.Fatal(err)
 				}
 				synctest.Wait()
@@ -134,7 +138,7 @@ func TestStaleListOrEventIsRefused(t *testing.T) {
 				if kind == "list" {
 					src.snapshots, src.expire = []source.List[*corev1.Pod]{old}, true
 				} else {
-					src.replay = []source.Event[*corev1.Pod]{{Type: watch.Added, Object: oldB.DeepCopy()}}
+					src.replay = []source.Event[*corev1.Pod]{{Type: watch.Modified, Object: oldA.DeepCopy()}}
 				}
 				src.mu.Unlock()
 				fake.CutWatches()
@@ -144,9 +148,20 @@ func TestStaleListOrEventIsRefused(t *testing.T) {
 				if _, ok := inf.Store().GetByKey(cache.Key{Namespace: "ns", Name: "b"}); ok {
 					t.Errorf("b is back in the cache after a stale %s", kind)
 				}
-				// The quorum relist tells of a, unchanged, as a relist does.
-				if want := []string{"update a@101"}; !slices.Equal(calls, want) {
-					t.Errorf("handler calls %q after a stale %s, want %q", calls, kind, want)
+				if a, _ := inf.Store().GetByKey(cache.Key{Namespace: "ns", Name: "a"}); a == nil || a.ResourceVersion != "104" {
+					t.Errorf("a = %v after a stale %s, want a at 104", a, kind)
+				}
+				// The quorum relist tells of a, unchanged, as a relist does (and,
+				// after the stale list, so does the watch from its version
+				// replaying a's last update).
+				for _, c := range calls {
+					if c != "update a@104" {
+						t.Errorf("handler calls %q after a stale %s, want only updates of a at 104", calls, kind)
+						break
+					}
+				}
+				if len(calls) == 0 {
+					t.Errorf("no handler call after the stale %s: the quorum relist tells of a", kind)
 				}
 				errMu.Lock()
 				var stale []*typed.StaleError
