@@ -112,6 +112,9 @@ func isBadContent(err error) bool {
 // namedUndecodable returns the *source.UndecodableError err is, or
 // wraps, if the object has a name to quarantine it by.
 func namedUndecodable(err error) (*source.UndecodableError, bool) {
+	if err == nil {
+		return nil, false // the usual case, without the allocation errors.As's target costs
+	}
 	var u *source.UndecodableError
 	if errors.As(err, &u) && u.Name != "" {
 		return u, true
