@@ -58,9 +58,13 @@ type FakeOptions[T cache.Object] struct {
 // history of changes to replay watches from, 410 Gone for versions that
 // were compacted away, consistent paginated lists, streaming lists
 // (SendInitialEvents) with the initial-events-end bookmark, and the
-// server's error statuses. It implements source.Source. Fault knobs (CutWatches, DropEvents, FailLists,
-// FailWatches, InjectWatchError, InjectEvent) simulate what goes wrong in
-// production. All methods are safe for concurrent use.
+// server's error statuses. It implements source.Source. Fault knobs
+// (CutWatches, DropEvents, FailLists, FailWatches, InjectWatchError,
+// InjectEvent) simulate what goes wrong in production on the server's
+// side: every client of the fake sees them, client-go's ListerWatcher
+// over it included, so a differential test faults both sides alike. To
+// fault one client's view alone, wrap the source in a Faulty. All methods
+// are safe for concurrent use.
 //
 // The fake never aliases objects: it stores deep copies of what it is given
 // and hands out deep copies, a fresh one to every watcher for every event.
