@@ -301,7 +301,7 @@ func undecodableProto(p *corev1.Pod) []byte {
 		panic(err)
 	}
 	msg := protoField(nil, 1, meta)
-	msg = protoField(msg, 2, []byte{2<<3 | 0, 1})
+	msg = protoField(msg, 2, []byte{2 << 3, 1}) // field 2, wire type 0 (varint), value 1
 	return protoField(msg, 3, status)
 }
 

@@ -21,10 +21,7 @@ func TestStale(t *testing.T) {
 		{"a's moved-out notice after the takeover", []Call{{"a", k, 5, false}, {"b", k, 7, false}, {"a", k, 5, true}}, 0},
 		{"a rejoins: b moved out, a lists", []Call{{"a", k, 5, false}, {"b", k, 7, false}, {"a", k, 5, true}, {"b", k, 7, true}, {"a", k, 7, false}}, 0},
 	} {
-		var c Calls
-		for _, call := range tc.calls {
-			c.all = append(c.all, call)
-		}
+		c := Calls{all: tc.calls}
 		if got := c.Stale(); len(got) != tc.want {
 			t.Errorf("%s: stale %v, want %d", tc.name, got, tc.want)
 		}
