@@ -7,6 +7,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/typedinformer/informer/metrics"
 )
 
 // serverText says, for every reason of the API (metav1's StatusReason
@@ -14,7 +16,8 @@ import (
 // true where the API server writes it from a fixed text about the request
 // (who may not do what, what was not found, what to retry), false where it
 // carries text that another party wrote and that may quote an object.
-// A reason outside this table is shown as "Other", without its message.
+// A reason outside this table is shown as metrics.Reason names it
+// ("Other"), without its message.
 var serverText = map[metav1.StatusReason]bool{
 	metav1.StatusReasonUnauthorized:          true, // "Unauthorized"
 	metav1.StatusReasonForbidden:             true, // the authorizer's verdict on user, verb and resource
@@ -50,23 +53,10 @@ func apiStatus(err error) (metav1.Status, bool) {
 	return s.Status(), true
 }
 
-// reasonOf is the reason shown for a status: one of the API's reasons
-// ("Unknown" for the empty one), or "Other".
-func reasonOf(st metav1.Status) string {
-	switch _, known := serverText[st.Reason]; {
-	case st.Reason == metav1.StatusReasonUnknown:
-		return "Unknown"
-	case known:
-		return string(st.Reason)
-	default:
-		return "Other"
-	}
-}
-
 // statusText is what is shown of a status: "Forbidden (403)" and, for a
 // reason whose message is the server's own text, ": " and the message.
 func statusText(st metav1.Status) string {
-	s := reasonOf(st)
+	s := metrics.Reason(st.Reason)
 	if st.Code != 0 {
 		s = fmt.Sprintf("%s (%d)", s, st.Code)
 	}

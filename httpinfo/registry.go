@@ -304,7 +304,7 @@ func (e *Entry) status(now time.Time) InformerStatus {
 			Last:  st.LastErrorTime,
 		}
 		if as, ok := apiStatus(st.LastError); ok {
-			is.Error.Reason, is.Error.Code = reasonOf(as), as.Code
+			is.Error.Reason, is.Error.Code = metrics.Reason(as.Reason), as.Code
 		}
 		if is.Error.Since.IsZero() {
 			is.Error.Since = st.LastErrorTime

@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/typedinformer/informer/metrics"
 )
@@ -168,9 +169,9 @@ func add(c prometheus.Counter, n int) {
 
 // ObserveError implements metrics.Recorder. The reason label is one of
 // the API's reasons, "Unknown" for an error that is not an API status, or
-// "Other" for any other reason (reasonLabel).
+// "Other" for any other reason (metrics.Reason).
 func (r *registration) ObserveError(reason string) {
-	reason = reasonLabel(reason)
+	reason = metrics.Reason(metav1.StatusReason(reason))
 	r.errMu.Lock()
 	c, ok := r.errsByReason[reason]
 	if !ok {

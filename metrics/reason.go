@@ -1,23 +1,22 @@
-package prometheus
+package metrics
 
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-// The reason label of informer_errors_total for errors outside the API's
-// reasons.
+// The reasons Reason gives besides the API's own.
 const (
-	// reasonUnknown labels an error that is not an API status, and an API
-	// status with the empty reason (metav1.StatusReasonUnknown).
-	reasonUnknown = "Unknown"
-	// reasonOther labels an API status whose reason is none of metav1's
-	// (a proxy's or an extension server's own): a reason is the server's
-	// free text, so taking it as it is would let one misbehaving server
-	// make any number of series.
-	reasonOther = "Other"
+	// ReasonUnknown is the reason of an error that is not an API status,
+	// and of an API status with the empty reason
+	// (metav1.StatusReasonUnknown).
+	ReasonUnknown = "Unknown"
+	// ReasonOther is the reason of an API status whose reason is none of
+	// metav1's (a proxy's or an extension server's own): a reason is the
+	// server's free text, so taking it as it is would let one misbehaving
+	// server make any number of metric series or page entries.
+	ReasonOther = "Other"
 )
 
 // apiReasons are the reasons of k8s.io/apimachinery/pkg/apis/meta/v1,
-// StatusReasonUnknown aside: the only values the reason label takes
-// besides reasonUnknown and reasonOther.
+// StatusReasonUnknown aside.
 var apiReasons = map[metav1.StatusReason]bool{
 	metav1.StatusReasonUnauthorized:          true,
 	metav1.StatusReasonForbidden:             true,
@@ -40,16 +39,16 @@ var apiReasons = map[metav1.StatusReason]bool{
 	metav1.StatusReasonServiceUnavailable:    true,
 }
 
-// reasonLabel is the reason label of an error reported with reason: the
-// reason itself for one of the API's, else reasonUnknown or reasonOther,
-// so that the label has at most len(apiReasons)+2 values.
-func reasonLabel(reason string) string {
+// Reason bounds an error's reason to a fixed set, for a metric label or a
+// status page: the reason itself if it is one of the API's, else
+// ReasonUnknown (empty) or ReasonOther. It gives at most 21 values.
+func Reason(reason metav1.StatusReason) string {
 	switch {
-	case reason == "":
-		return reasonUnknown
-	case apiReasons[metav1.StatusReason(reason)]:
-		return reason
+	case reason == metav1.StatusReasonUnknown:
+		return ReasonUnknown
+	case apiReasons[reason]:
+		return string(reason)
 	default:
-		return reasonOther
+		return ReasonOther
 	}
 }
