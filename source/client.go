@@ -16,6 +16,7 @@ import (
 	clientcache "k8s.io/client-go/tools/cache"
 
 	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/internal/objects"
 )
 
 // Client is what every typed clientset client offers for one resource, such
@@ -32,7 +33,7 @@ type Client[L runtime.Object] interface {
 // It fails for a nil client and for a list type whose items are not T (a
 // Services client for a Pod source).
 func FromClient[T cache.Object, L runtime.Object](c Client[L]) (Source[T], error) {
-	if isNilValue(c) {
+	if objects.IsNil(c) {
 		return nil, fmt.Errorf("%w: FromClient: nil client", ErrNilSource)
 	}
 	if err := checkListType[T, L](); err != nil {
@@ -107,7 +108,7 @@ func clientResource[T cache.Object](c any) Resource {
 		GetClient() rest.Interface
 		GetNamespace() string
 	}:
-		if rc := c.GetClient(); !isNilValue(rc) {
+		if rc := c.GetClient(); !objects.IsNil(rc) {
 			r.Group = rc.APIVersion().Group
 		}
 		if c.GetNamespace() != "" {
@@ -123,7 +124,7 @@ func clientResource[T cache.Object](c any) Resource {
 // cache.ListerWatcherWithContext gets the caller's context. It fails for a
 // nil lister-watcher.
 func FromListerWatcher[T cache.Object](lw clientcache.ListerWatcher) (Source[T], error) {
-	if isNilValue(lw) {
+	if objects.IsNil(lw) {
 		return nil, fmt.Errorf("%w: FromListerWatcher: nil lister-watcher", ErrNilSource)
 	}
 	lwc := clientcache.ToListerWatcherWithContext(lw)
@@ -147,7 +148,7 @@ func (s *runtimeSource[T]) List(ctx context.Context, opts metav1.ListOptions) (L
 	if err != nil {
 		return List[T]{}, &Error{Phase: PhaseList, Err: err}
 	}
-	if isNilValue(obj) {
+	if objects.IsNil(obj) {
 		return List[T]{}, &Error{Phase: PhaseList, Err: fmt.Errorf("%w: nil list", ErrNilObject)}
 	}
 	lm, err := meta.ListAccessor(obj)
@@ -175,7 +176,7 @@ func (s *runtimeSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (
 	if err != nil {
 		return nil, &Error{Phase: PhaseWatchStart, Err: err}
 	}
-	if isNilValue(w) {
+	if objects.IsNil(w) {
 		return nil, &Error{Phase: PhaseWatchStart, Err: fmt.Errorf("%w: nil watch", ErrNilObject)}
 	}
 	return &runtimeWatcher[T]{w: w}, nil
@@ -243,7 +244,7 @@ func convert[T cache.Object](ev watch.Event) (Event[T], error) {
 // statusError turns the object of an ERROR event into an error: the API
 // status it carries, or a malformed-event error.
 func statusError(obj runtime.Object) error {
-	if isNilValue(obj) {
+	if objects.IsNil(obj) {
 		return fmt.Errorf("%w: error event without a status", ErrMalformed)
 	}
 	if status, ok := obj.(*metav1.Status); ok {

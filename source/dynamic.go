@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/metadata"
 
 	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/internal/objects"
 )
 
 // DynamicOptions configure [FromDynamic] and [FromMetadata]. The zero value
@@ -51,7 +52,7 @@ var ErrNoResource = errors.New("source: no resource")
 // resource said to be cluster-scoped. Use [Convert] to turn its objects
 // into a Go struct.
 func FromDynamic(client dynamic.Interface, gvr schema.GroupVersionResource, opts DynamicOptions) (Source[*unstructured.Unstructured], error) {
-	if isNilValue(client) {
+	if objects.IsNil(client) {
 		return nil, fmt.Errorf("%w: FromDynamic: nil client", ErrNilSource)
 	}
 	r, err := dynamicResource("FromDynamic", gvr, opts)
@@ -68,7 +69,7 @@ func FromDynamic(client dynamic.Interface, gvr schema.GroupVersionResource, opts
 // data never reaches the process). It takes the same options and fails
 // for the same inputs as [FromDynamic].
 func FromMetadata(client metadata.Interface, gvr schema.GroupVersionResource, opts DynamicOptions) (Source[*metav1.PartialObjectMetadata], error) {
-	if isNilValue(client) {
+	if objects.IsNil(client) {
 		return nil, fmt.Errorf("%w: FromMetadata: nil client", ErrNilSource)
 	}
 	r, err := dynamicResource("FromMetadata", gvr, opts)
@@ -118,7 +119,7 @@ func dynamicResource(ctor string, gvr schema.GroupVersionResource, opts DynamicO
 // It fails for a nil src and for a T that is not a pointer to a struct.
 // For T *unstructured.Unstructured it returns src itself.
 func Convert[T cache.Object](src Source[*unstructured.Unstructured]) (Source[T], error) {
-	if isNilValue(src) {
+	if objects.IsNil(src) {
 		return nil, fmt.Errorf("%w: Convert: nil source", ErrNilSource)
 	}
 	if same, ok := any(src).(Source[T]); ok {
@@ -169,7 +170,7 @@ func (s *convertSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (
 	if err != nil {
 		return nil, err
 	}
-	if isNilValue(w) {
+	if objects.IsNil(w) {
 		return nil, &Error{Phase: PhaseWatchStart, Err: fmt.Errorf("%w: nil watch", ErrNilObject)}
 	}
 	return &convertWatcher[T]{s: s, w: w}, nil

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/internal/objects"
 )
 
 // Resource says what a source lists: the resource, to name it in errors,
@@ -57,22 +58,8 @@ var ErrNilSource = errors.New("source: nil source")
 // Check reports a nil source, including a typed nil pointer in the
 // interface, which would fail only later, in another goroutine.
 func Check[T cache.Object](src Source[T]) error {
-	if isNilValue(src) {
+	if objects.IsNil(src) {
 		return fmt.Errorf("%w (Source[%s])", ErrNilSource, reflect.TypeFor[T]())
 	}
 	return nil
-}
-
-// isNilValue reports a nil interface or a nil pointer, map, slice, func or
-// channel inside one.
-func isNilValue(v any) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
-		return rv.IsNil()
-	}
-	return false
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/handler"
+	"github.com/typedinformer/informer/internal/objects"
 )
 
 // Registration is the handle of a handler added to an informer.
@@ -78,7 +79,7 @@ func (inf *Informer[T]) AddHandler(h handler.Handler[T]) (*Registration, error) 
 // handler may get fewer calls than there were changes, never a call out of
 // order for a key, and always each key's final state.
 func (inf *Informer[T]) AddHandlerWithOptions(h handler.Handler[T], opts HandlerOptions) (*Registration, error) {
-	if isNil(h) {
+	if objects.IsNil(h) {
 		return nil, fmt.Errorf("typed: informer %s: AddHandler: nil handler (%T)", inf.name, h)
 	}
 	if opts.Buffer > CoalesceByKey {

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 	"time"
 
+	"github.com/typedinformer/informer/internal/objects"
 	"github.com/typedinformer/informer/internal/reflector"
 	"github.com/typedinformer/informer/metrics"
 )
@@ -146,7 +146,7 @@ func WaitForCacheSync(ctx context.Context, syncers ...Syncer) error {
 	errs := make([]error, len(syncers))
 	var wg sync.WaitGroup
 	for i, s := range syncers {
-		if isNil(s) {
+		if objects.IsNil(s) {
 			errs[i] = fmt.Errorf("typed: WaitForCacheSync: syncer %d is nil (%T)", i, s)
 			continue
 		}
@@ -211,17 +211,4 @@ func (inf *Informer[T]) Status() Status {
 	return Status{LastError: s.LastError, LastErrorTime: s.LastErrorTime, StaleSince: s.StaleSince,
 		LastEventTime: inf.lastEventTime(), Stats: s.Stats, Shard: s.Shard,
 		Quarantined: inf.poison.list(), Checks: inf.checks()}
-}
-
-// isNil reports a nil interface, or a nil pointer, map, slice, func or
-// channel in one: a value whose methods would panic.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
-		return rv.IsNil()
-	}
-	return false
 }

@@ -1,6 +1,7 @@
 // Package objects changes objects without touching the originals: the
 // informer trims what it caches, but the object a source handed over may be
-// shared with other readers, so it trims a copy.
+// shared with other readers, so it trims a copy. It also says whether a
+// value handed to a constructor is nil inside its interface.
 package objects
 
 import (
@@ -43,4 +44,17 @@ func WithoutManagedFields[T cache.Object](obj T) (out T, ok bool) {
 	}
 	out.SetManagedFields(nil)
 	return out, true
+}
+
+// IsNil reports a nil interface, or a nil pointer, map, slice, func or
+// channel in one: a value whose methods would panic.
+func IsNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
 }
