@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/fifo"
@@ -45,6 +46,27 @@ func (r *Reflector[T]) undecodable(t fifo.DeltaType, u *source.UndecodableError)
 		return fifo.Delta[T]{Type: fifo.Deleted, Entry: e, ResourceVersion: u.ResourceVersion}, nil
 	}
 	return fifo.Delta[T]{Type: fifo.Refused, Entry: e, ResourceVersion: u.ResourceVersion, Err: u}, nil
+}
+
+// pushUndecodable hands the sink the delta for u, an object that did not
+// decode in an event: changed (Updated in a watch, Replaced in a
+// streaming list) for ADDED and MODIFIED, Deleted for DELETED (see
+// undecodable). It returns false, pushing nothing, for an event that
+// carries no change.
+func (r *Reflector[T]) pushUndecodable(u *source.UndecodableError, changed fifo.DeltaType) (bool, error) {
+	t := changed
+	switch u.Event {
+	case watch.Added, watch.Modified:
+	case watch.Deleted:
+		t = fifo.Deleted
+	default:
+		return false, nil
+	}
+	d, err := r.undecodable(t, u)
+	if err != nil {
+		return true, err
+	}
+	return true, r.pushOne(d)
 }
 
 // Relist makes the reflector stop its watch and list again, with a quorum

@@ -181,19 +181,11 @@ func (r *Reflector[T]) consume(ctx context.Context, w source.Watcher[T]) (int, e
 // synced resourceVersion past it. An event that carries no change (a
 // bookmark) is an error of the stream.
 func (r *Reflector[T]) applyUndecodable(u *source.UndecodableError) error {
-	t := fifo.Updated
-	switch u.Event {
-	case watch.Added, watch.Modified:
-	case watch.Deleted:
-		t = fifo.Deleted
-	default:
+	pushed, err := r.pushUndecodable(u, fifo.Updated)
+	switch {
+	case !pushed:
 		return &source.Error{Phase: source.PhaseWatch, Err: u}
-	}
-	d, err := r.undecodable(t, u)
-	if err != nil {
-		return err
-	}
-	if err := r.pushOne(d); err != nil {
+	case err != nil:
 		return err
 	}
 	r.events.Add(1)

@@ -111,21 +111,15 @@ func (r *Reflector[T]) streamInitial(ctx context.Context, w source.Watcher[T]) (
 			return "", fmt.Errorf("%w for %v before its end bookmark; using LIST", errNoProgress, streamStall)
 		}
 		dog.Reset(streamStall)
-		if u, ok := namedUndecodable(err); ok && (u.Event == watch.Added || u.Event == watch.Modified || u.Event == watch.Deleted) {
+		if u, ok := namedUndecodable(err); ok {
 			// An object of the list that did not decode: refused in the
 			// list, and the stream goes on after it.
-			t := fifo.Replaced
-			if u.Event == watch.Deleted {
-				t = fifo.Deleted
+			if pushed, err := r.pushUndecodable(u, fifo.Replaced); pushed {
+				if err != nil {
+					return "", err
+				}
+				continue
 			}
-			d, err := r.undecodable(t, u)
-			if err != nil {
-				return "", err
-			}
-			if err := r.pushOne(d); err != nil {
-				return "", err
-			}
-			continue
 		}
 		if err != nil {
 			if errors.Is(err, source.ErrWatchClosed) {
