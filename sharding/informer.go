@@ -305,7 +305,7 @@ func (s *Informer[T]) follow(ctx context.Context) {
 func (s *Informer[T]) move(ctx context.Context, keep, next *Range) {
 	mctx, cancel := context.WithTimeout(ctx, s.opts.HandoffTimeout)
 	defer cancel()
-	if err := s.inf.Move(mctx, s.held(keep), s.shard(next)); err != nil && ctx.Err() == nil {
+	if err := s.inf.Move(mctx, s.kept(keep), s.shard(next)); err != nil && ctx.Err() == nil {
 		s.report(ctx, fmt.Errorf("sharding: move to %v: %w", next, err))
 	}
 }
@@ -319,12 +319,12 @@ func (s *Informer[T]) shard(r *Range) typed.Shard {
 	return Shard{Key: s.opts.Key, Range: *r}
 }
 
-// held is what the informer holds on to of r (the keep of a Move): r's
+// kept is what the informer holds on to of r (the keep of a Move): r's
 // objects while the replica's Lease is its own by its clock, none after.
 // The listeners ask before every delivery, so a replica that resumes
 // after a pause longer than its Lease delivers nothing that was queued
 // before it, even before its membership notices and it moves out.
-func (s *Informer[T]) held(r *Range) typed.Shard {
+func (s *Informer[T]) kept(r *Range) typed.Shard {
 	if r == nil {
 		return nil
 	}

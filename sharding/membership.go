@@ -143,7 +143,7 @@ type Membership struct {
 	own     *coordinationv1.Lease
 
 	// leasedUntil is when the own Lease expires by this replica's clock
-	// (UnixNano), for the fence of every delivery (Informer.shard).
+	// (UnixNano), for the fence of every delivery (Informer.kept).
 	leasedUntil atomic.Int64
 
 	mu        sync.Mutex
