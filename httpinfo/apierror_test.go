@@ -102,17 +102,7 @@ func TestErrorsWithheldFromResponses(t *testing.T) {
 				if len(e.Text) > httpinfo.DefaultMaxErrorBytes || !utf8.ValidString(e.Text) {
 					t.Errorf("text of %d bytes (valid UTF-8 %v), want at most %d", len(e.Text), utf8.ValidString(e.Text), httpinfo.DefaultMaxErrorBytes)
 				}
-				bodies := map[string]string{}
-				for _, target := range []string{"/debug/informers", "/debug/informers?format=json"} {
-					b, _ := io.ReadAll(fetchPage(t, page, http.MethodGet, target, "").Body)
-					bodies[target] = string(b)
-				}
-				for _, target := range []string{"/readyz", "/readyz?verbose"} {
-					_, bodies[target] = probe(t, ready, target)
-				}
-				if err := ready.Check(nil); err != nil {
-					bodies["Check"] = err.Error()
-				}
+				bodies := responses(t, page, ready)
 				for _, where := range []string{"/debug/informers", "/debug/informers?format=json", "/readyz", "/readyz?verbose", "Check"} {
 					body := bodies[where]
 					if strings.Contains(body, "hunter2") {

@@ -4,9 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"strings"
 	"syscall"
 	"testing"
@@ -160,17 +158,7 @@ func TestNoSecretLeaks(t *testing.T) {
 				for _, wait := range []time.Duration{0, httpinfo.DefaultErrorThreshold + time.Minute} {
 					time.Sleep(wait)
 					synctest.Wait()
-					bodies := map[string]string{}
-					for _, target := range []string{"/debug/informers", "/debug/informers?format=json"} {
-						b, _ := io.ReadAll(fetchPage(t, page, http.MethodGet, target, "").Body)
-						bodies[target] = string(b)
-					}
-					for _, target := range []string{"/readyz", "/readyz?verbose"} {
-						_, bodies[target] = probe(t, ready, target)
-					}
-					if err := ready.Check(nil); err != nil {
-						bodies["Check"] = err.Error()
-					}
+					bodies := responses(t, page, ready)
 					for where, body := range bodies {
 						if body != "ok\n" && !strings.Contains(body, "secrets") {
 							t.Errorf("%s does not name the informer: %q", where, body)

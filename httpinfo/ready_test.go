@@ -30,6 +30,25 @@ func probe(t *testing.T, h http.Handler, target string) (int, string) {
 	return rec.Code, string(body)
 }
 
+// responses returns every answer of page and ready that may show an
+// informer's error: the page, its JSON, /readyz, /readyz?verbose, and
+// ready.Check's error ("Check"), by where.
+func responses(t *testing.T, page *httpinfo.Page, ready *httpinfo.Readiness) map[string]string {
+	t.Helper()
+	bodies := map[string]string{}
+	for _, target := range []string{"/debug/informers", "/debug/informers?format=json"} {
+		b, _ := io.ReadAll(fetchPage(t, page, http.MethodGet, target, "").Body)
+		bodies[target] = string(b)
+	}
+	for _, target := range []string{"/readyz", "/readyz?verbose"} {
+		_, bodies[target] = probe(t, ready, target)
+	}
+	if err := ready.Check(nil); err != nil {
+		bodies["Check"] = err.Error()
+	}
+	return bodies
+}
+
 // reasons returns the reasons of a failed check, nil for a passed one.
 func reasons(t *testing.T, c *httpinfo.Readiness) []string {
 	t.Helper()

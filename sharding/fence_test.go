@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -118,6 +119,99 @@ func callRecorder(calls *shardtest.Calls, replica string, gate func()) handler.H
 	}
 }
 
+// fakePods creates n pods with random UIDs in src.
+func fakePods(t *testing.T, src *sourcetest.Fake[*corev1.Pod], rng *rand.Rand, n int) []*corev1.Pod {
+	t.Helper()
+	var pods []*corev1.Pod
+	for i := range n {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("pod-%d", i),
+			UID: types.UID(fmt.Sprintf("%016x-%016x", rng.Uint64(), rng.Uint64()))}}
+		if _, err := src.Create(p); err != nil {
+			t.Fatal(err)
+		}
+		pods = append(pods, p)
+	}
+	return pods
+}
+
+// runFenced runs replica id of a sharded informer of src, over client's
+// Leases with a 3s lease duration, in the test's synctest bubble; its
+// handler calls go to rec (gate is where a paused handler waits), the
+// membership's and the informers' errors to onErr. It returns the
+// informer and what stops it, once, saying how long the stop took.
+func runFenced(t *testing.T, src *sourcetest.Fake[*corev1.Pod], client coordclient.LeasesGetter, rec *shardtest.Calls, id string, gate func(), onErr func(error)) (*sharding.Informer[*corev1.Pod], func() time.Duration) {
+	t.Helper()
+	m, err := sharding.NewMembership(client, sharding.Options{Namespace: "shards", Group: "pods", Identity: id,
+		LeaseDuration: 3 * time.Second, ErrorHandler: onErr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf, err := sharding.NewInformer(src, m, sharding.InformerOptions[*corev1.Pod]{
+		Informer: typed.Options[*corev1.Pod]{ErrorHandler: onErr}, ErrorHandler: onErr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inf.AddHandler(callRecorder(rec, id, gate)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- inf.Run(ctx) }()
+	var once sync.Once
+	var took time.Duration
+	stop := func() time.Duration {
+		once.Do(func() {
+			begin := time.Now()
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("replica %s: Run = %v", id, err)
+			}
+			took = time.Since(begin)
+		})
+		return took
+	}
+	t.Cleanup(func() { stop() })
+	return inf, stop
+}
+
+// waitFake waits in fake time until cond holds, failing the test after a
+// minute with what describe says.
+func waitFake(t *testing.T, what string, cond func() bool, describe func() string) {
+	t.Helper()
+	for i := 0; !cond(); i++ {
+		if i == 600 {
+			t.Fatalf("%s: not after a minute (fake time): %s", what, describe())
+		}
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+	}
+}
+
+// errorsOf collects the errors handed to its func.
+type errorsOf struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (e *errorsOf) add(err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.errs = append(e.errs, err)
+}
+
+// any reports whether one of the errors satisfies f.
+func (e *errorsOf) any(f func(error) bool) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.ContainsFunc(e.errs, f)
+}
+
+func (e *errorsOf) String() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return fmt.Sprint(e.errs)
+}
+
 // TestPausedReplicaIsFenced: replica a is paused (its membership stuck in
 // a renewal, its handler in a call, with updates queued behind it) longer
 // than its Lease; b takes the whole range over and handles the updates.
@@ -146,15 +240,7 @@ func TestPausedReplicaIsFenced(t *testing.T) {
 		})
 		rng := rand.New(rand.NewPCG(seed, 9))
 		src := sourcetest.NewFake(sourcetest.FakeOptions[*corev1.Pod]{})
-		var pods []*corev1.Pod
-		for i := range 100 {
-			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("pod-%d", i),
-				UID: types.UID(fmt.Sprintf("%016x-%016x", rng.Uint64(), rng.Uint64()))}}
-			if _, err := src.Create(p); err != nil {
-				t.Fatal(err)
-			}
-			pods = append(pods, p)
-		}
+		pods := fakePods(t, src, rng, 100)
 		cs := fake.NewClientset()
 		leases := &frozenLeases{LeasesGetter: cs.CoordinationV1()}
 		var rec shardtest.Calls
@@ -166,58 +252,25 @@ func TestPausedReplicaIsFenced(t *testing.T) {
 				<-ch
 			}
 		}
-		var errsA []error
-		var errMu sync.Mutex
-		start := func(id string, client coordclient.LeasesGetter, gate func(), onErr func(error)) (*sharding.Informer[*corev1.Pod], func()) {
-			m, err := sharding.NewMembership(client, sharding.Options{Namespace: "shards", Group: "pods", Identity: id,
-				LeaseDuration: 3 * time.Second, ErrorHandler: onErr})
-			if err != nil {
-				t.Fatal(err)
-			}
-			inf, err := sharding.NewInformer(src, m, sharding.InformerOptions[*corev1.Pod]{ErrorHandler: onErr})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := inf.AddHandler(callRecorder(&rec, id, gate)); err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- inf.Run(ctx) }()
-			var once sync.Once
-			stop := func() {
-				once.Do(func() {
-					leases.thaw()
-					cancel()
-					if err := <-done; err != nil {
-						t.Errorf("replica %s: Run = %v", id, err)
-					}
-				})
-			}
-			t.Cleanup(stop)
-			return inf, stop
-		}
+		var errsA errorsOf
 		var a, b *sharding.Informer[*corev1.Pod]
 		split := func() bool {
 			sa, sb := a.Status(), b.Status()
 			return sa.Active && sa.Synced && sb.Active && sb.Synced && sa.Objects+sb.Objects == len(pods) && sa.Objects > 0 && sb.Objects > 0
 		}
-		waitFor := func(what string, cond func() bool) {
-			t.Helper()
-			for i := 0; !cond(); i++ {
-				if i == 600 {
-					t.Fatalf("%s: not after a minute (fake time): a %+v %+v, b %+v %+v", what, a.Status().Replica, a.Membership().Assignment(), b.Status().Replica, b.Membership().Assignment())
-				}
-				time.Sleep(100 * time.Millisecond)
-				synctest.Wait()
+		describe := func() string {
+			if b == nil {
+				return fmt.Sprintf("a %+v %+v", a.Status().Replica, a.Membership().Assignment())
 			}
+			return fmt.Sprintf("a %+v %+v, b %+v %+v", a.Status().Replica, a.Membership().Assignment(), b.Status().Replica, b.Membership().Assignment())
 		}
 		// One after the other: the fake clientset's watch misses what
 		// happened before it started.
-		a, stopA := start("a", leases, gateA, func(err error) { errMu.Lock(); errsA = append(errsA, err); errMu.Unlock() })
-		waitFor("a to hold every pod", func() bool { s := a.Status(); return s.Active && s.Synced && s.Objects == len(pods) })
-		b, stopB := start("b", cs.CoordinationV1(), func() {}, func(err error) { t.Log("b:", err) })
-		waitFor("a and b to split the pods", split)
+		a, stopA := runFenced(t, src, leases, &rec, "a", gateA, errsA.add)
+		t.Cleanup(leases.thaw) // before a stops
+		waitFake(t, "a to hold every pod", func() bool { s := a.Status(); return s.Active && s.Synced && s.Objects == len(pods) }, describe)
+		b, stopB := runFenced(t, src, cs.CoordinationV1(), &rec, "b", func() {}, func(err error) { t.Log("b:", err) })
+		waitFake(t, "a and b to split the pods", split, describe)
 
 		// Pause a: its membership stalls in its next renewal, its handler
 		// in its next call; then every pod changes.
@@ -232,7 +285,7 @@ func TestPausedReplicaIsFenced(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		waitFor("b to hold every pod", func() bool { s := b.Status(); return s.Active && s.Synced && s.Objects == len(pods) })
+		waitFake(t, "b to hold every pod", func() bool { s := b.Status(); return s.Active && s.Synced && s.Objects == len(pods) }, describe)
 
 		// a resumes its handler first: its membership is still stuck.
 		pausedMu.Lock()
@@ -246,19 +299,16 @@ func TestPausedReplicaIsFenced(t *testing.T) {
 		// Then its membership: it gives its range up, rejoins, and the two
 		// split the pods again.
 		leases.thaw()
-		waitFor("a to rejoin and the two to split the pods again", split)
+		waitFake(t, "a to rejoin and the two to split the pods again", split, describe)
 		if st := rec.Stale(); len(st) != 0 {
 			t.Errorf("after the rejoin, %d updates handled by a replica that no longer owned the object, first %+v", len(st), st[0])
 		}
-		errMu.Lock()
-		var lapsed bool
-		for _, err := range errsA {
-			lapsed = lapsed || !errors.Is(err, context.Canceled) && containsAll(err.Error(), "lapsed", "giving range")
+		if !errsA.any(func(err error) bool {
+			return !errors.Is(err, context.Canceled) && containsAll(err.Error(), "lapsed", "giving range")
+		}) {
+			t.Errorf("a's errors %v: none says its Lease lapsed", &errsA)
 		}
-		errMu.Unlock()
-		if !lapsed {
-			t.Errorf("a's errors %v: none says its Lease lapsed", errsA)
-		}
+		leases.thaw()
 		stopA()
 		stopB()
 	})
@@ -286,69 +336,17 @@ func TestStuckHandlerDoesNotStallTheGroup(t *testing.T) {
 		var stuckOn atomic.Bool
 		t.Cleanup(func() { stuckOnce.Do(func() { close(stuck) }) })
 		src := sourcetest.NewFake(sourcetest.FakeOptions[*corev1.Pod]{})
-		rng := rand.New(rand.NewPCG(1, 2))
-		var pods []*corev1.Pod
-		for i := range 100 {
-			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("pod-%d", i),
-				UID: types.UID(fmt.Sprintf("%016x-%016x", rng.Uint64(), rng.Uint64()))}}
-			if _, err := src.Create(p); err != nil {
-				t.Fatal(err)
-			}
-			pods = append(pods, p)
-		}
+		pods := fakePods(t, src, rand.New(rand.NewPCG(1, 2)), 100)
 		cs := fake.NewClientset()
 		var rec shardtest.Calls
-		var errsA []error
-		var errMu sync.Mutex
-		start := func(id string, gate func(), onErr func(error)) (*sharding.Informer[*corev1.Pod], func() time.Duration) {
-			m, err := sharding.NewMembership(cs.CoordinationV1(), sharding.Options{Namespace: "shards", Group: "pods", Identity: id,
-				LeaseDuration: 3 * time.Second, ErrorHandler: onErr})
-			if err != nil {
-				t.Fatal(err)
-			}
-			inf, err := sharding.NewInformer(src, m, sharding.InformerOptions[*corev1.Pod]{
-				Informer: typed.Options[*corev1.Pod]{ErrorHandler: onErr}, ErrorHandler: onErr})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := inf.AddHandler(callRecorder(&rec, id, gate)); err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- inf.Run(ctx) }()
-			var once sync.Once
-			var took time.Duration
-			stop := func() time.Duration {
-				once.Do(func() {
-					begin := time.Now()
-					cancel()
-					if err := <-done; err != nil {
-						t.Errorf("replica %s: Run = %v", id, err)
-					}
-					took = time.Since(begin)
-				})
-				return took
-			}
-			t.Cleanup(func() { stop() })
-			return inf, stop
-		}
-		waitFor := func(what string, cond func() bool) {
-			t.Helper()
-			for i := 0; !cond(); i++ {
-				if i == 600 {
-					t.Fatalf("%s: not after a minute (fake time)", what)
-				}
-				time.Sleep(100 * time.Millisecond)
-				synctest.Wait()
-			}
-		}
-		a, stopA := start("a", func() {
+		var errsA errorsOf
+		nothing := func() string { return "" }
+		a, stopA := runFenced(t, src, cs.CoordinationV1(), &rec, "a", func() {
 			if stuckOn.Load() {
 				<-stuck
 			}
-		}, func(err error) { errMu.Lock(); errsA = append(errsA, err); errMu.Unlock() })
-		waitFor("a to hold every pod", func() bool { s := a.Status(); return s.Active && s.Synced && s.Objects == len(pods) })
+		}, errsA.add)
+		waitFake(t, "a to hold every pod", func() bool { s := a.Status(); return s.Active && s.Synced && s.Objects == len(pods) }, nothing)
 
 		// a's handler sticks in its next call; then b joins.
 		stuckOn.Store(true)
@@ -356,9 +354,9 @@ func TestStuckHandlerDoesNotStallTheGroup(t *testing.T) {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		b, stopB := start("b", func() {}, func(error) {})
+		b, stopB := runFenced(t, src, cs.CoordinationV1(), &rec, "b", func() {}, func(error) {})
 		joined := time.Now()
-		waitFor("b to handle its range", func() bool { s := b.Status(); return s.Active && s.Synced && s.Objects > 0 })
+		waitFake(t, "b to handle its range", func() bool { s := b.Status(); return s.Active && s.Synced && s.Objects > 0 }, nothing)
 		if took := time.Since(joined); took > 2*3*time.Second {
 			t.Errorf("b got its range %v after it joined, want within a lease duration of the handoff timeout (3s)", took)
 		}
@@ -372,21 +370,15 @@ func TestStuckHandlerDoesNotStallTheGroup(t *testing.T) {
 			}
 		}
 		mine := b.Status().Objects
-		waitFor("b to handle the changes of its pods", func() bool { return rec.Len()-before >= mine })
+		waitFake(t, "b to handle the changes of its pods", func() bool { return rec.Len()-before >= mine }, nothing)
 
 		// a stops within its informer's StopTimeout; b takes everything.
 		if took := stopA(); took > typed.DefaultStopTimeout+3*time.Second {
 			t.Errorf("a stopped %v after cancel, want within StopTimeout (%v) and a Lease write", took, typed.DefaultStopTimeout)
 		}
-		waitFor("b to hold every pod", func() bool { s := b.Status(); return s.Active && s.Synced && s.Objects == len(pods) })
-		errMu.Lock()
-		var named bool
-		for _, err := range errsA {
-			named = named || errors.Is(err, typed.ErrHandlerStuck)
-		}
-		errMu.Unlock()
-		if !named {
-			t.Errorf("a's errors %v: none names the stuck handler", errsA)
+		waitFake(t, "b to hold every pod", func() bool { s := b.Status(); return s.Active && s.Synced && s.Objects == len(pods) }, nothing)
+		if !errsA.any(func(err error) bool { return errors.Is(err, typed.ErrHandlerStuck) }) {
+			t.Errorf("a's errors %v: none names the stuck handler", &errsA)
 		}
 		stuckOnce.Do(func() { close(stuck) })
 		stopB()

@@ -4,6 +4,7 @@ package integration
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -151,14 +152,55 @@ type replicaProc struct {
 	stopped bool
 }
 
+// timedCall is a handler call and when it began, in Unix nanoseconds by
+// the clock the replica processes share.
 type timedCall struct {
 	at int64
 	shardtest.Call
 }
 
+// callLog gathers the handler calls of replica processes.
+type callLog struct {
+	mu    sync.Mutex
+	calls []timedCall
+}
+
+func (l *callLog) add(c timedCall) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls = append(l.calls, c)
+}
+
+// ordered returns the calls in the order they began.
+func (l *callLog) ordered() *shardtest.Calls {
+	l.mu.Lock()
+	calls := slices.Clone(l.calls)
+	l.mu.Unlock()
+	slices.SortStableFunc(calls, func(a, b timedCall) int { return cmp.Compare(a.at, b.at) })
+	var out shardtest.Calls
+	for _, c := range calls {
+		out.AddCall(c.Call)
+	}
+	return &out
+}
+
+// handled counts the keys of want that a replica other than skip handled
+// at want's version or later.
+func (l *callLog) handled(want map[cache.Key]int, skip string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seen := map[cache.Key]bool{}
+	for _, c := range l.calls {
+		if rv, ok := want[c.Key]; ok && c.Replica != skip && !c.MovedOut && c.RV >= rv {
+			seen[c.Key] = true
+		}
+	}
+	return len(seen)
+}
+
 // startReplicaProc starts replica id of the pod informer of ns, adding its
-// calls to *calls.
-func startReplicaProc(t *testing.T, kubeconfig, ns, id string, callsMu *sync.Mutex, calls *[]timedCall) *replicaProc {
+// calls to log.
+func startReplicaProc(t *testing.T, kubeconfig, ns, id string, log *callLog) *replicaProc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), replicaEnv+"="+id, replicaKubeconfigEnv+"="+kubeconfig, replicaNamespaceEnv+"="+ns)
@@ -180,14 +222,14 @@ func startReplicaProc(t *testing.T, kubeconfig, ns, id string, callsMu *sync.Mut
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
-			p.line(sc.Text(), callsMu, calls)
+			p.line(sc.Text(), log)
 		}
 	}()
 	t.Cleanup(func() { p.stop(t) })
 	return p
 }
 
-func (p *replicaProc) line(s string, callsMu *sync.Mutex, calls *[]timedCall) {
+func (p *replicaProc) line(s string, log *callLog) {
 	kind, rest, _ := strings.Cut(s, " ")
 	f := strings.Fields(rest)
 	switch {
@@ -195,9 +237,7 @@ func (p *replicaProc) line(s string, callsMu *sync.Mutex, calls *[]timedCall) {
 		at, _ := strconv.ParseInt(f[0], 10, 64)
 		ns, name, _ := strings.Cut(f[1], "/")
 		rv, _ := strconv.Atoi(f[2])
-		callsMu.Lock()
-		*calls = append(*calls, timedCall{at, shardtest.Call{Replica: p.id, Key: cache.Key{Namespace: ns, Name: name}, RV: rv, MovedOut: f[3] == "true"}})
-		callsMu.Unlock()
+		log.add(timedCall{at, shardtest.Call{Replica: p.id, Key: cache.Key{Namespace: ns, Name: name}, RV: rv, MovedOut: f[3] == "true"}})
 	case kind == "status" && len(f) == 5:
 		n, _ := strconv.Atoi(f[2])
 		start, _ := strconv.ParseUint(f[3], 10, 64)
@@ -294,6 +334,23 @@ func waitHolds(t *testing.T, what string, bound time.Duration, n int, ps ...*rep
 	}
 }
 
+// replicaCluster starts a cluster with ShardedListAndWatch, seeds pods
+// pods in a namespace of its own named after prefix, and writes a
+// kubeconfig for replica processes.
+func replicaCluster(t *testing.T, prefix string, pods int) (admin kubernetes.Interface, ns, kubeconfig string) {
+	t.Helper()
+	c := testcluster.Start(t, testcluster.Options{APIServerFlags: []string{shardGate}})
+	admin = protobufClientset(t, c.AdminConfig())
+	ns = uniqueName(prefix)
+	createNamespaces(t.Context(), t, admin, ns)
+	seed(t.Context(), t, admin, seedPods([]string{ns}, pods), 16)
+	kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
+	if err := c.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	return admin, ns, kubeconfig
+}
+
 // TestPausedReplicaFencedRealServer: three replicas of a sharded pod
 // informer, each a process of its own, against an API server with
 // ShardedListAndWatch, while the pods change all the time. One replica is
@@ -305,23 +362,13 @@ func waitHolds(t *testing.T, what string, bound time.Duration, n int, ps ...*rep
 // object, over every cycle (the calls of the three, ordered by the clock
 // they share).
 func TestPausedReplicaFencedRealServer(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{APIServerFlags: []string{shardGate}})
-	ctx := t.Context()
-	admin := protobufClientset(t, c.AdminConfig())
-	ns := uniqueName("paused")
-	createNamespaces(ctx, t, admin, ns)
 	const pods = 600
-	seed(ctx, t, admin, seedPods([]string{ns}, pods), 16)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := c.WriteKubeconfig(kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-
-	var callsMu sync.Mutex
-	var calls []timedCall
+	admin, ns, kubeconfig := replicaCluster(t, "paused", pods)
+	ctx := t.Context()
+	var log callLog
 	ps := make([]*replicaProc, 3)
 	for i := range ps {
-		ps[i] = startReplicaProc(t, kubeconfig, ns, fmt.Sprintf("replica-%d", i), &callsMu, &calls)
+		ps[i] = startReplicaProc(t, kubeconfig, ns, fmt.Sprintf("replica-%d", i), &log)
 	}
 	d := waitHolds(t, "three replicas to split the pods", time.Minute, pods, ps...)
 	t.Logf("three replica processes hold the %d pods %v after their start", pods, d.Round(time.Millisecond))
@@ -375,13 +422,7 @@ func TestPausedReplicaFencedRealServer(t *testing.T) {
 		p.stop(t)
 	}
 
-	callsMu.Lock()
-	defer callsMu.Unlock()
-	slices.SortStableFunc(calls, func(a, b timedCall) int { return int(a.at - b.at) })
-	var rec shardtest.Calls
-	for _, c := range calls {
-		rec.Add(c.Replica, c.Key, strconv.Itoa(c.RV), c.MovedOut)
-	}
+	rec := log.ordered()
 	stale := rec.Stale()
 	t.Logf("%d pod writes, %d handler calls over %d freeze cycles; %d handled by a replica that no longer owned the object", writes[0]+writes[1], rec.Len(), cycles, len(stale))
 	if len(stale) > 0 {
@@ -420,20 +461,13 @@ func touchAll(ctx context.Context, t *testing.T, cs kubernetes.Interface, ns str
 
 // handledOf counts the writes of want that some replica other than skip
 // handled, waiting up to bound for them, and returns the count.
-func handledOf(t *testing.T, bound time.Duration, want map[cache.Key]int, callsMu *sync.Mutex, calls *[]timedCall, skip string) int {
+func handledOf(t *testing.T, bound time.Duration, want map[cache.Key]int, log *callLog, skip string) int {
 	t.Helper()
 	deadline := time.Now().Add(bound)
 	for {
-		callsMu.Lock()
-		seen := map[cache.Key]bool{}
-		for _, c := range *calls {
-			if rv, ok := want[c.Key]; ok && c.Replica != skip && !c.MovedOut && c.RV >= rv {
-				seen[c.Key] = true
-			}
-		}
-		callsMu.Unlock()
-		if len(seen) == len(want) || time.Now().After(deadline) {
-			return len(seen)
+		n := log.handled(want, skip)
+		if n == len(want) || time.Now().After(deadline) {
+			return n
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -447,25 +481,16 @@ func handledOf(t *testing.T, bound time.Duration, want map[cache.Key]int, callsM
 // left behind) and gives its range up, and the two others handle every
 // change after.
 func TestStuckReplicaRealServer(t *testing.T) {
-	c := testcluster.Start(t, testcluster.Options{APIServerFlags: []string{shardGate}})
-	ctx := t.Context()
-	admin := protobufClientset(t, c.AdminConfig())
-	ns := uniqueName("stuck")
-	createNamespaces(ctx, t, admin, ns)
 	const pods = 300
-	seed(ctx, t, admin, seedPods([]string{ns}, pods), 16)
+	admin, ns, kubeconfig := replicaCluster(t, "stuck", pods)
+	ctx := t.Context()
 	list, err := admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := c.WriteKubeconfig(kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	var callsMu sync.Mutex
-	var calls []timedCall
-	r0 := startReplicaProc(t, kubeconfig, ns, "replica-0", &callsMu, &calls)
-	r1 := startReplicaProc(t, kubeconfig, ns, "replica-1", &callsMu, &calls)
+	var log callLog
+	r0 := startReplicaProc(t, kubeconfig, ns, "replica-0", &log)
+	r1 := startReplicaProc(t, kubeconfig, ns, "replica-1", &log)
 	waitHolds(t, "two replicas to split the pods", time.Minute, pods, r0, r1)
 
 	r0.signal(t, syscall.SIGUSR1)
@@ -483,7 +508,7 @@ func TestStuckReplicaRealServer(t *testing.T) {
 		}
 	}
 	joined := time.Now()
-	r2 := startReplicaProc(t, kubeconfig, ns, "replica-2", &callsMu, &calls)
+	r2 := startReplicaProc(t, kubeconfig, ns, "replica-2", &log)
 	took := waitHolds(t, "three replicas to split the pods with replica-0's handler stuck", time.Minute, pods, r0, r1, r2)
 	t.Logf("replica-2 joined; the three hold their ranges %v later, replica-0's handler stuck", took.Round(time.Millisecond))
 
@@ -498,7 +523,7 @@ func TestStuckReplicaRealServer(t *testing.T) {
 			outside[cache.KeyOf(p)] = writes[cache.KeyOf(p)]
 		}
 	}
-	got := handledOf(t, time.Minute, outside, &callsMu, &calls, "replica-0")
+	got := handledOf(t, time.Minute, outside, &log, "replica-0")
 	t.Logf("%d pod changes after the join: %d outside replica-0's range %v, %d of them handled by the others", len(writes), len(outside), kept, got)
 	if got != len(outside) {
 		t.Errorf("%d of the %d changes outside the stuck replica's range were handled, want all", got, len(outside))
@@ -509,7 +534,7 @@ func TestStuckReplicaRealServer(t *testing.T) {
 	t.Logf("replica-0 exited %v after it was told to stop (StopTimeout %v); %v after replica-2 joined", time.Since(stopped).Round(time.Millisecond), typed.DefaultStopTimeout, time.Since(joined).Round(time.Millisecond))
 	waitHolds(t, "the two others to hold every pod", time.Minute, pods, r1, r2)
 	writes = touchAll(ctx, t, admin, ns, list.Items, "after-stop")
-	if got := handledOf(t, time.Minute, writes, &callsMu, &calls, "replica-0"); got != len(writes) {
+	if got := handledOf(t, time.Minute, writes, &log, "replica-0"); got != len(writes) {
 		t.Errorf("after the stuck replica stopped, %d of %d changes were handled, want all", got, len(writes))
 	}
 	if stuckErr := slices.ContainsFunc(r0.errs(), func(e string) bool {

@@ -436,6 +436,19 @@ func (s *recSink) recorded() []string {
 	return out
 }
 
+// renderAll renders ds, a deletion by key with the version it came at.
+func renderAll(ds []podDelta) []string {
+	var out []string
+	for _, d := range ds {
+		s := render(d)
+		if d.Type == fifo.Deleted && d.Object == nil {
+			s += "@" + d.ResourceVersion
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
 func render(d podDelta) string {
 	switch d.Type {
 	case fifo.ReplaceStart:

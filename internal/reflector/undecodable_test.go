@@ -104,15 +104,7 @@ func TestUndecodableIsRefused(t *testing.T) {
 				if diff := cmp.Diff(tt.want, h.src.reqs()); diff != "" {
 					t.Errorf("requests (-want +got):\n%s", diff)
 				}
-				var got []string
-				for _, d := range h.sink.deltas() {
-					s := render(d)
-					if d.Type == fifo.Deleted && d.Object == nil {
-						s += "@" + d.ResourceVersion
-					}
-					got = append(got, s)
-				}
-				if diff := cmp.Diff(tt.wantOps, got); diff != "" {
+				if diff := cmp.Diff(tt.wantOps, renderAll(h.sink.deltas())); diff != "" {
 					t.Errorf("deltas (-want +got):\n%s", diff)
 				}
 				for _, d := range h.sink.deltas() {

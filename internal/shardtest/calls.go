@@ -40,6 +40,13 @@ func (c *Calls) Add(replica string, key cache.Key, rv string, movedOut bool) {
 	c.all = append(c.all, Call{Replica: replica, Key: key, RV: n, MovedOut: movedOut})
 }
 
+// AddCall records a call.
+func (c *Calls) AddCall(call Call) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.all = append(c.all, call)
+}
+
 // Len returns the number of calls recorded.
 func (c *Calls) Len() int {
 	c.mu.Lock()
