@@ -42,7 +42,7 @@ func BenchmarkHeapPerPod(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Logf("%d bytes of JSON per pod", len(list)/n)
-	for _, impl := range impls {
+	for _, impl := range sides(impls...) {
 		b.Run("impl="+impl, func(b *testing.B) {
 			heapPerPod(b, impl, list, n, typed.Options[*corev1.Pod]{})
 		})
@@ -117,8 +117,7 @@ func BenchmarkRelistPeakHeap(b *testing.B) {
 		// The floor: the same stream, or the same LIST in the same
 		// pages, read and dropped beside a synced informer: what the
 		// source's own copies hold.
-		sides := append(impls[:len(impls):len(impls)], "floor")
-		for _, impl := range sides {
+		for _, impl := range sides("ours", "client-go", "floor") {
 			b.Run(fmt.Sprintf("pods=%dk/mode=%s/impl=%s", n/1000, mode, impl), func(b *testing.B) {
 				var ratio float64
 				for range b.N {

@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"context"
+	"flag"
 	goruntime "runtime"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,33 @@ import (
 // The two sides of every benchmark, named in the sub-benchmark as
 // impl=ours and impl=client-go.
 var impls = []string{"ours", "client-go"}
+
+// implFlag picks one side, so that a round of hack/bench.sh runs each side
+// in a process of its own, the two in alternating order.
+var implFlag = flag.String("bench.impl", "", "run only this side's sub-benchmarks: ours (with the floor lines and the benchmarks of no side) or client-go; empty runs both")
+
+// runs reports whether the sub-benchmark of impl runs under -bench.impl:
+// "" is a benchmark of no side, "floor" one of our source alone.
+func runs(impl string) bool {
+	switch *implFlag {
+	case "":
+		return true
+	case "ours":
+		return impl != "client-go"
+	}
+	return impl == *implFlag
+}
+
+// sides is names without the sides -bench.impl leaves out.
+func sides(names ...string) []string {
+	var out []string
+	for _, n := range names {
+		if runs(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // memLW is a client-go ListerWatcher over pre-built pods, feeding both
 // sides the same objects. In list mode it lists them (the same list every
@@ -172,5 +200,12 @@ func handlerFuncs(hit func()) handler.Funcs[*corev1.Pod] {
 	return handler.Funcs[*corev1.Pod]{
 		AddFunc:    func(*corev1.Pod, bool) { hit() },
 		UpdateFunc: func(_, _ *corev1.Pod) { hit() },
+	}
+}
+
+// runSide runs f as the sub-benchmark impl=impl, if -bench.impl lets it.
+func runSide(b *testing.B, impl string, f func(b *testing.B)) {
+	if runs(impl) {
+		b.Run("impl="+impl, f)
 	}
 }

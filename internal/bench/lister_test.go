@@ -1,6 +1,7 @@
 package bench_test
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,7 +62,9 @@ func BenchmarkLister(b *testing.B) {
 		}
 	}
 	run := func(name string, f func(b *testing.B)) {
-		b.Run(name, func(b *testing.B) { b.ReportAllocs(); f(b) })
+		if runs(name[strings.LastIndex(name, "=")+1:]) {
+			b.Run(name, func(b *testing.B) { b.ReportAllocs(); f(b) })
+		}
 	}
 	run("query=list-all/impl=ours", func(b *testing.B) {
 		for b.Loop() {

@@ -26,7 +26,7 @@ func BenchmarkInitialSync(b *testing.B) {
 	for _, n := range []int{10000, 100000} {
 		var pods []*corev1.Pod // built when a benchmark of n needs them
 		for _, mode := range []string{"list", "stream"} {
-			for _, impl := range append(impls, "floor") {
+			for _, impl := range sides("ours", "client-go", "floor") {
 				b.Run(fmt.Sprintf("pods=%dk/mode=%s/impl=%s", n/1000, mode, impl), func(b *testing.B) {
 					if len(pods) != n {
 						pods = bench.Pods(n, bench.PodOptions{})

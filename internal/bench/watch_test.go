@@ -21,7 +21,7 @@ func BenchmarkWatch(b *testing.B) {
 	sets := [2][]*corev1.Pod{bench.Pods(1000, bench.PodOptions{}), bench.Pods(1000, bench.PodOptions{})}
 	pods := sets[0]
 	for _, handlers := range []int{1, 10} {
-		for _, impl := range impls {
+		for _, impl := range sides(impls...) {
 			b.Run(fmt.Sprintf("handlers=%d/impl=%s", handlers, impl), func(b *testing.B) {
 				lw := newMemLW(nil, false, 1024)
 				c := newCounter(b.N * handlers)

@@ -97,7 +97,7 @@ func startWire(b *testing.B, impl string, replay *bench.Replay, protobuf bool, w
 func BenchmarkWire(b *testing.B) {
 	for _, format := range []string{"json", "protobuf"} {
 		data, contentType := wireStream(b, format)
-		for _, impl := range impls {
+		for _, impl := range sides(impls...) {
 			b.Run(fmt.Sprintf("format=%s/impl=%s", format, impl), func(b *testing.B) {
 				benchmarkWire(b, impl, data, contentType, format == "protobuf", 0)
 			})
@@ -124,7 +124,7 @@ func benchmarkWire(b *testing.B, impl string, data []byte, contentType string, p
 func BenchmarkWireParallel(b *testing.B) {
 	data, contentType := wireStream(b, "json")
 	for _, procs := range []int{1, 2} {
-		for _, impl := range impls {
+		for _, impl := range sides(impls...) {
 			b.Run(fmt.Sprintf("procs=%d/impl=%s", procs, impl), func(b *testing.B) {
 				defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(procs))
 				benchmarkWire(b, impl, data, contentType, false, 2)
@@ -140,6 +140,9 @@ func BenchmarkWireParallel(b *testing.B) {
 // ordered or cached, at GOMAXPROCS 1 and 2. One op is one event; the
 // report divides the two rates.
 func BenchmarkDecodeSpread(b *testing.B) {
+	if !runs("") {
+		return
+	}
 	data, contentType := wireStream(b, "json")
 	for _, procs := range []int{1, 2} {
 		b.Run(fmt.Sprintf("procs=%d", procs), func(b *testing.B) {
@@ -190,7 +193,7 @@ func BenchmarkDecodeSpread(b *testing.B) {
 // same bytes and without either side's channel. One op is one event.
 func BenchmarkDecodeWatchEvent(b *testing.B) {
 	data, contentType := wireStream(b, "json")
-	b.Run("impl=ours", func(b *testing.B) {
+	runSide(b, "ours", func(b *testing.B) {
 		replay := &bench.Replay{List: emptyList, Watch: data, WatchType: contentType, Repeat: (b.N + streamEvents - 1) / streamEvents}
 		src, err := source.FromConfig[*corev1.Pod](replay.Config(false), source.RESTOptions{Mapper: bench.Mapper()})
 		if err != nil {
@@ -210,7 +213,7 @@ func BenchmarkDecodeWatchEvent(b *testing.B) {
 			}
 		}
 	})
-	b.Run("impl=client-go", func(b *testing.B) {
+	runSide(b, "client-go", func(b *testing.B) {
 		neg := runtime.NewClientNegotiator(clientgoscheme.Codecs.WithoutConversion(), schema.GroupVersion{Version: "v1"})
 		objDec, streamDec, framer, err := neg.StreamDecoder(runtime.ContentTypeJSON, nil)
 		if err != nil {
