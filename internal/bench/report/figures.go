@@ -27,8 +27,16 @@ type figure struct {
 	// target for throughput and speedup, at most target otherwise. Zero:
 	// no target, the line is information.
 	target float64
-	// worst checks the target against the worst run, not the median.
+	// worst checks the target against the worst round, not the median.
 	worst bool
+	// theirs, if set, is client-go's benchmark when it is not bench: a
+	// "defaults vs defaults" row pairs two settings.
+	theirs string
+	// setting says how the two sides are configured, for the table.
+	setting string
+	// extra is a metric of ours' benchmark printed beside the figure
+	// (the distinct label sets of a lister's pods).
+	extra string
 }
 
 // figures are the report's lines, in order.

@@ -144,8 +144,9 @@ func median(v []float64) float64 {
 type line struct {
 	figure
 	ours, theirs float64 // medians (for speedup: ours' rate at bench and at alt)
-	ratio        float64
-	worst        float64 // the worst run's ratio (or value), when figure.worst
+	ratio        float64 // the median of the rounds' ratios
+	worst        float64 // the worst round's ratio (or value), when figure.worst
+	extra        float64 // ours' median of figure.extra
 	runs         int
 	missing      string // what is missing, if the figure could not be computed
 }
@@ -200,7 +201,13 @@ func (l line) String() string {
 		fmt.Fprintf(&b, "%s ours=%s client-go=%s ratio=%.3g (%s)", l.name, format(l.ours), format(l.theirs), l.ratio, l.unit)
 	}
 	if l.figure.worst {
-		fmt.Fprintf(&b, " worst-run=%.3g", l.worst)
+		fmt.Fprintf(&b, " worst-round=%.3g", l.worst)
+	}
+	if l.figure.extra != "" {
+		fmt.Fprintf(&b, " %s=%s", l.figure.extra, format(l.extra))
+	}
+	if l.setting != "" {
+		fmt.Fprintf(&b, " setting=%q", l.setting)
 	}
 	if l.target != 0 {
 		op := "<="
@@ -232,6 +239,9 @@ func evaluate(r *results) []line {
 func evaluateOne(r *results, f figure) line {
 	l := line{figure: f}
 	oursName, theirsName := f.bench+"/impl=ours", f.bench+"/impl=client-go"
+	if f.theirs != "" {
+		theirsName = f.theirs + "/impl=client-go"
+	}
 	if f.kind == speedup {
 		theirsName = f.alt + "/impl=ours"
 	}
@@ -246,13 +256,16 @@ func evaluateOne(r *results, f figure) line {
 	}
 	l.runs = len(ours)
 	l.ours = median(ours)
+	if f.extra != "" {
+		l.extra, _ = r.median(oursName, f.extra)
+	}
 	if len(theirs) > 0 {
 		l.theirs = median(theirs)
-		l.ratio = l.ours / l.theirs
+		l.ratio = pairedRatio(ours, theirs)
 	}
 	if f.kind == speedup {
 		l.ours, l.theirs = l.theirs, l.ours // at alt, at bench
-		l.ratio = l.ours / l.theirs
+		l.ratio = pairedRatio(theirs, ours)
 	}
 	if f.worst {
 		l.worst = worstRun(f, ours, theirs)
@@ -260,9 +273,24 @@ func evaluateOne(r *results, f figure) line {
 	return l
 }
 
-// worstRun pairs the runs of both sides in order (go test -count runs
-// them alternately) and returns the worst run's ratio, or, for absolute
-// figures, ours' worst value.
+// pairedRatio is the median of the rounds' ratios a[i]/b[i]: run i of
+// each side is of the same round (hack/bench.sh runs every benchmark once
+// per side per round), so a round's ratio compares what ran under the
+// same conditions. Runs that do not pair up (a side has more) fall back
+// to the ratio of the medians.
+func pairedRatio(a, b []float64) float64 {
+	if len(a) != len(b) {
+		return median(a) / median(b)
+	}
+	rs := make([]float64, len(a))
+	for i := range a {
+		rs[i] = a[i] / b[i]
+	}
+	return median(rs)
+}
+
+// worstRun pairs the runs of both sides by round and returns the worst
+// round's ratio, or, for absolute figures, ours' worst value.
 func worstRun(f figure, ours, theirs []float64) float64 {
 	if f.kind == absolute {
 		return slices.Max(ours) // every absolute target is an upper bound

@@ -75,6 +75,25 @@ func TestEvaluate(t *testing.T) {
 	}
 }
 
+// TestPairedRatio: a ratio is the median of the rounds' ratios, not the
+// ratio of the medians: one slow round of both sides moves neither.
+func TestPairedRatio(t *testing.T) {
+	for _, tc := range []struct {
+		ours, theirs []float64
+		want         float64
+	}{
+		// rounds 1, 1 and 3: the median is 1; the medians' ratio is 3.
+		{[]float64{1, 10, 3}, []float64{1, 10, 1}, 1},
+		{[]float64{2, 4, 6, 8}, []float64{1, 1, 1, 1}, 5},
+		// unpaired: the medians' ratio.
+		{[]float64{1, 10, 3}, []float64{1, 1}, 3},
+	} {
+		if got := pairedRatio(tc.ours, tc.theirs); got != tc.want {
+			t.Errorf("pairedRatio(%v, %v) = %v, want %v", tc.ours, tc.theirs, got, tc.want)
+		}
+	}
+}
+
 // TestFloors: a floor is its benchmark's median; a speed-up floor divides
 // the medians of its two benchmarks and is printed as a speed-up.
 func TestFloors(t *testing.T) {
@@ -128,7 +147,7 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"prose\n", "more prose\n", "| get | ns/op | 40 | 80 | 0.5 | ratio ≤ 1 | met |", "Test CPU"} {
+	for _, want := range []string{"prose\n", "more prose\n", "| get |  | ns/op | 40 | 80 | 0.5 | ratio ≤ 1 | met |", "Test CPU"} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, page)
 		}

@@ -26,10 +26,10 @@ func markdown(r *results, lines []line, command, svgPath string, inputs []string
 	}
 	b.WriteString(".\n\n")
 	fmt.Fprintf(&b, "Machine: %s/%s, cpu `%s`, %d cores, %s.\n\n", r.meta["goos"], r.meta["goarch"], r.meta["cpu"], runtime.NumCPU(), runtime.Version())
-	b.WriteString("| figure | unit | ours | client-go | ratio | target | |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("| figure | settings | unit | ours | client-go | ratio | target | |\n|---|---|---|---|---|---|---|---|\n")
 	for _, l := range lines {
 		if l.missing != "" {
-			fmt.Fprintf(&b, "| %s | | | | | | missing: %s |\n", l.name, l.missing)
+			fmt.Fprintf(&b, "| %s | | | | | | | missing: %s |\n", l.name, l.missing)
 			continue
 		}
 		theirs := format(l.theirs)
@@ -38,7 +38,11 @@ func markdown(r *results, lines []line, command, svgPath string, inputs []string
 			theirs = "-"
 		}
 		if l.figure.worst {
-			ratio += fmt.Sprintf(" (worst run %.3g)", l.worst)
+			ratio += fmt.Sprintf(" (worst round %.3g)", l.worst)
+		}
+		setting := l.setting
+		if l.figure.extra != "" {
+			setting = strings.TrimPrefix(setting+fmt.Sprintf("; %s %s", format(l.extra), l.figure.extra), "; ")
 		}
 		target, verdict := "-", ""
 		if l.target != 0 {
@@ -55,11 +59,11 @@ func markdown(r *results, lines []line, command, svgPath string, inputs []string
 				verdict = "**missed**"
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", l.name, l.unit, format(l.ours), theirs, ratio, target, verdict)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", l.name, setting, l.unit, format(l.ours), theirs, ratio, target, verdict)
 	}
 	for _, f := range floors {
 		if v, ok := f.value(r); ok {
-			fmt.Fprintf(&b, "| %s | %s | %s | | | | floor |\n", f.name, f.label(), format(v))
+			fmt.Fprintf(&b, "| %s | | %s | %s | | | | floor |\n", f.name, f.label(), format(v))
 		}
 	}
 	if svgPath != "" {
