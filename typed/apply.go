@@ -344,3 +344,30 @@ func shrink[E any](s []E) []E {
 	clear(s)
 	return s[:0]
 }
+
+// grow makes room for n more elements in s, doubling its capacity when it
+// must grow: a handler's backlog that grows for a while is copied about
+// twice over its size, not the five times append's growth of large slices
+// (by a quarter) copies it.
+func grow[E any](s []E, n int) []E {
+	if cap(s)-len(s) >= n {
+		return s
+	}
+	g := make([]E, len(s), max(2*cap(s), len(s)+n))
+	copy(g, s)
+	return g
+}
+
+// reuse empties a listener's batch for its next one. Unlike shrink it
+// keeps a large array while the batches fill a good part of it: a handler
+// that stays behind the informer swaps two arrays of its backlog's size
+// instead of growing a new one, copy by copy, for every batch. Once its
+// batches use less than a quarter of the array (the backlog drained), the
+// array goes back to the collector.
+func reuse[E any](batch []E) []E {
+	if cap(batch) > keepCap && len(batch) < cap(batch)/4 {
+		return nil
+	}
+	clear(batch)
+	return batch[:0]
+}

@@ -156,7 +156,7 @@ func (l *listener[T]) appendLocked(ns []notification[T], rev uint64, first bool)
 		return
 	}
 	if l.pending == nil {
-		l.buf = append(l.buf, ns...) // one copy: nothing to merge
+		l.buf = append(grow(l.buf, len(ns)), ns...) // one copy: nothing to merge
 		l.depth.Add(int64(len(ns)))
 	} else {
 		for i := range ns {
@@ -225,7 +225,7 @@ func (l *listener[T]) run() {
 			l.depth.Add(-1)
 		}
 		l.mu.Lock()
-		l.spare = shrink(batch)
+		l.spare = reuse(batch)
 		empty := len(l.buf) == 0
 		l.mu.Unlock()
 		if empty {

@@ -127,3 +127,27 @@ func TestListenerRun(t *testing.T) {
 		t.Errorf("handler calls %v, want %v", got, want)
 	}
 }
+
+// TestBacklogArrays: a handler's backlog grows by doubling, keeps its
+// large arrays while its batches fill a quarter of them, and lets them go
+// once the backlog drained; small arrays are always kept.
+func TestBacklogArrays(t *testing.T) {
+	s := make([]int, 0, 8)
+	for range 5 {
+		s = append(grow(s, 8), make([]int, 8)...)
+	}
+	if cap(s) != 64 { // 8 -> 16 -> 32 -> 64
+		t.Errorf("grew to capacity %d, want 64", cap(s))
+	}
+	big := make([]*corev1.Pod, keepCap, 4*keepCap)
+	big[0] = lpod("a")
+	if got := reuse(big); cap(got) != 4*keepCap || len(got) != 0 || big[0] != nil {
+		t.Errorf("a busy backlog's array: cap %d len %d, first %v; want kept, empty and cleared", cap(got), len(got), big[0])
+	}
+	if got := reuse(big[:keepCap-1]); got != nil {
+		t.Errorf("a drained backlog's array was kept (cap %d)", cap(got))
+	}
+	if got := reuse(make([]int, 1, keepCap)); cap(got) != keepCap {
+		t.Errorf("a small array was dropped")
+	}
+}
