@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -144,10 +145,40 @@ type running struct {
 
 func (r *running) stop() { r.cancel(); r.wg.Wait() }
 
+// settings configure a benchmark's two sides beyond their defaults.
+type settings struct {
+	// ours are our informer's options.
+	ours typed.Options[*corev1.Pod]
+	// keepManagedFields makes our REST source keep managedFields
+	// (source.RESTOptions.KeepManagedFields), as client-go does unless
+	// told otherwise.
+	keepManagedFields bool
+	// dropManagedFields gives client-go's informer a transform that
+	// clears managedFields, as its users configure it to save memory
+	// (controller-runtime's cache offers the same transform); ours drops
+	// them by default.
+	dropManagedFields bool
+}
+
+// dropManagedFields is the transform client-go's users set to keep
+// managedFields out of the cache.
+func dropManagedFields(obj any) (any, error) {
+	if a, err := meta.Accessor(obj); err == nil {
+		a.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
 // start runs an informer of impl over lw with handlers handlers, each
 // calling hit for every add and update.
 func start(b *testing.B, impl string, lw clientcache.ListerWatcher, handlers int, hit func(), opts typed.Options[*corev1.Pod]) *running {
+	return startWith(b, impl, lw, handlers, hit, settings{ours: opts})
+}
+
+// startWith is start with settings for both sides.
+func startWith(b *testing.B, impl string, lw clientcache.ListerWatcher, handlers int, hit func(), set settings) *running {
 	b.Helper()
+	opts := set.ours
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{cancel: cancel}
 	if impl == "ours" {
@@ -174,6 +205,11 @@ func start(b *testing.B, impl string, lw clientcache.ListerWatcher, handlers int
 	}
 	inf := clientcache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0,
 		clientcache.Indexers{clientcache.NamespaceIndex: clientcache.MetaNamespaceIndexFunc})
+	if set.dropManagedFields {
+		if err := inf.SetTransform(dropManagedFields); err != nil {
+			b.Fatal(err)
+		}
+	}
 	for range handlers {
 		if _, err := inf.AddEventHandler(clientcache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { hit() },

@@ -20,7 +20,7 @@ func BenchmarkHeapPerPodIntern(b *testing.B) {
 	}
 	for _, mode := range []string{"on", "off"} {
 		b.Run("intern="+mode, func(b *testing.B) {
-			heapPerPod(b, "ours", list, n, typed.Options[*corev1.Pod]{NoIntern: mode == "off"})
+			heapPerPod(b, "ours", list, n, settings{ours: typed.Options[*corev1.Pod]{NoIntern: mode == "off"}})
 		})
 	}
 }

@@ -16,13 +16,27 @@ import (
 // fed the same pre-decoded pods by the same ListerWatcher. One op is one
 // event; allocs/op are allocations per event. Each update brings another
 // object than the one cached, as a decoded watch event does: two sets of
-// equal pods take turns.
+// equal pods take turns. neighbour=cpu runs a CPU-bound process beside
+// it, one busy thread per core, as controllers share their nodes: the
+// handlers then fall behind the events, and their buffers hold the
+// backlog.
 func BenchmarkWatch(b *testing.B) {
 	sets := [2][]*corev1.Pod{bench.Pods(1000, bench.PodOptions{}), bench.Pods(1000, bench.PodOptions{})}
 	pods := sets[0]
-	for _, handlers := range []int{1, 10} {
+	for _, row := range []struct {
+		handlers  int
+		neighbour bool
+	}{{1, false}, {10, false}, {10, true}} {
+		name := fmt.Sprintf("handlers=%d", row.handlers)
+		if row.neighbour {
+			name += "/neighbour=cpu"
+		}
+		handlers := row.handlers
 		for _, impl := range sides(impls...) {
-			b.Run(fmt.Sprintf("handlers=%d/impl=%s", handlers, impl), func(b *testing.B) {
+			b.Run(name+"/impl="+impl, func(b *testing.B) {
+				if row.neighbour {
+					defer startNeighbour(b)()
+				}
 				lw := newMemLW(nil, false, 1024)
 				c := newCounter(b.N * handlers)
 				r := start(b, impl, lw, handlers, c.hit, typed.Options[*corev1.Pod]{NoWatchList: true})

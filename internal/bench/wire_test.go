@@ -61,10 +61,17 @@ func (listWatchNoStream) IsWatchListSemanticsUnSupported() bool { return true }
 // startWire runs an informer of impl whose requests replay answers, with
 // one handler calling hit.
 func startWire(b *testing.B, impl string, replay *bench.Replay, protobuf bool, workers int, hit func(), opts typed.Options[*corev1.Pod]) *running {
+	return startWireWith(b, impl, replay, protobuf, workers, hit, settings{ours: opts})
+}
+
+// startWireWith is startWire with settings for both sides.
+func startWireWith(b *testing.B, impl string, replay *bench.Replay, protobuf bool, workers int, hit func(), set settings) *running {
 	b.Helper()
 	cfg := replay.Config(protobuf)
+	opts := set.ours
 	if impl == "ours" {
-		src, err := source.FromConfig[*corev1.Pod](cfg, source.RESTOptions{Mapper: bench.Mapper(), Protobuf: protobuf, DecodeWorkers: workers})
+		src, err := source.FromConfig[*corev1.Pod](cfg, source.RESTOptions{Mapper: bench.Mapper(), Protobuf: protobuf, DecodeWorkers: workers,
+			KeepManagedFields: set.keepManagedFields})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -88,7 +95,7 @@ func startWire(b *testing.B, impl string, replay *bench.Replay, protobuf bool, w
 		b.Fatal(err)
 	}
 	lw := listWatchNoStream{clientcache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", "", fields.Everything())}
-	return start(b, "client-go", lw, 1, hit, opts)
+	return startWith(b, "client-go", lw, 1, hit, set)
 }
 
 // BenchmarkWire measures watch events per second end to end: a framed
