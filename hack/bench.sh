@@ -6,6 +6,7 @@
 #   COUNT=5 bash hack/bench.sh          # what `make bench` runs
 #   BENCH_OUT=/tmp/b.txt bash hack/bench.sh
 #   GROUPS_RE=lister bash hack/bench.sh # only the groups whose name matches
+#                                       # (raw output then in $TMPDIR, not docs/)
 #
 # The runs are interleaved: each of COUNT rounds runs every group of
 # benchmarks once for each side, each side in a process of its own
@@ -19,9 +20,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 COUNT=${COUNT:-5}
-OUT=${BENCH_OUT:-docs/benchmarks.txt}
-PKG=./internal/bench/
 GROUPS_RE=${GROUPS_RE:-.}
+out=docs/benchmarks.txt
+if [ "$GROUPS_RE" != . ]; then out=${TMPDIR:-/tmp}/benchmarks-partial.txt; fi
+OUT=${BENCH_OUT:-$out}
+PKG=./internal/bench/
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -70,8 +70,8 @@ func TestEvaluate(t *testing.T) {
 			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
 		}
 	}
-	if l := find(t, lines, "heap-per-pod"); l.missing == "" || l.met() {
-		t.Errorf("heap-per-pod has no input but is %+v", l)
+	if l := find(t, lines, "heap-per-pod-both-drop"); l.missing == "" || l.met() {
+		t.Errorf("heap-per-pod-both-drop has no input but is %+v", l)
 	}
 }
 
@@ -161,5 +161,26 @@ func TestRun(t *testing.T) {
 	}
 	if !bytes.Contains(chart, []byte("<svg")) || !bytes.Contains(chart, []byte(">get<")) {
 		t.Errorf("chart lacks its rows:\n%s", chart)
+	}
+}
+
+// TestDefaultsRow: a "defaults vs defaults" row pairs ours' benchmark with
+// another of client-go's, and the settings are printed with the line.
+func TestDefaultsRow(t *testing.T) {
+	r := newResults()
+	in := `BenchmarkHeapPerPod/mf=drop/impl=ours-2       1  1 ns/op  6000 B/pod
+BenchmarkHeapPerPod/mf=drop/impl=client-go-2  1  1 ns/op  8000 B/pod
+BenchmarkHeapPerPod/mf=keep/impl=client-go-2  1  1 ns/op  12000 B/pod
+`
+	if err := r.parse(strings.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	lines := evaluate(r)
+	if l := find(t, lines, "heap-per-pod-defaults"); l.ratio != 0.5 {
+		t.Errorf("defaults row: ratio %v, want 0.5 (6000 / 12000)", l.ratio)
+	}
+	l := find(t, lines, "heap-per-pod-both-drop")
+	if l.ratio != 0.75 || !strings.Contains(l.String(), `setting="both drop managedFields`) {
+		t.Errorf("equal-settings row: %s", l)
 	}
 }
