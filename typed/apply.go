@@ -358,14 +358,15 @@ func grow[E any](s []E, n int) []E {
 	return g
 }
 
-// reuse empties a listener's batch for its next one. Unlike shrink it
-// keeps a large array while the batches fill a good part of it: a handler
-// that stays behind the informer swaps two arrays of its backlog's size
-// instead of growing a new one, copy by copy, for every batch. Once its
-// batches use less than a quarter of the array (the backlog drained), the
-// array goes back to the collector.
-func reuse[E any](batch []E) []E {
-	if cap(batch) > keepCap && len(batch) < cap(batch)/4 {
+// reuse empties a listener's handled batch for its next one. Unlike
+// shrink it keeps a large array while the handler is behind, that is while
+// pending (the notifications queued since the batch was taken) is large
+// too: a handler that stays behind the informer then swaps two arrays of
+// its backlog's size instead of growing a new one, copy by copy, for every
+// batch. A handler that caught up (an initial list handled, a burst
+// drained) gives its large array back to the collector.
+func reuse[E any](batch []E, pending int) []E {
+	if cap(batch) > keepCap && pending <= keepCap {
 		return nil
 	}
 	clear(batch)

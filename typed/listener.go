@@ -225,7 +225,7 @@ func (l *listener[T]) run() {
 			l.depth.Add(-1)
 		}
 		l.mu.Lock()
-		l.spare = reuse(batch)
+		l.spare = reuse(batch, len(l.buf))
 		empty := len(l.buf) == 0
 		l.mu.Unlock()
 		if empty {

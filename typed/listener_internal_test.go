@@ -128,9 +128,9 @@ func TestListenerRun(t *testing.T) {
 	}
 }
 
-// TestBacklogArrays: a handler's backlog grows by doubling, keeps its
-// large arrays while its batches fill a quarter of them, and lets them go
-// once the backlog drained; small arrays are always kept.
+// TestBacklogArrays: a handler's backlog grows by doubling; a large array
+// is kept while the handler is behind (many notifications pending) and
+// let go once it caught up; small arrays are always kept.
 func TestBacklogArrays(t *testing.T) {
 	s := make([]int, 0, 8)
 	for range 5 {
@@ -141,13 +141,13 @@ func TestBacklogArrays(t *testing.T) {
 	}
 	big := make([]*corev1.Pod, keepCap, 4*keepCap)
 	big[0] = lpod("a")
-	if got := reuse(big); cap(got) != 4*keepCap || len(got) != 0 || big[0] != nil {
-		t.Errorf("a busy backlog's array: cap %d len %d, first %v; want kept, empty and cleared", cap(got), len(got), big[0])
+	if got := reuse(big, keepCap+1); cap(got) != 4*keepCap || len(got) != 0 || big[0] != nil {
+		t.Errorf("behind: cap %d len %d, first %v; want the array kept, empty and cleared", cap(got), len(got), big[0])
 	}
-	if got := reuse(big[:keepCap-1]); got != nil {
-		t.Errorf("a drained backlog's array was kept (cap %d)", cap(got))
+	if got := reuse(big, 10); got != nil {
+		t.Errorf("caught up: the large array was kept (cap %d)", cap(got))
 	}
-	if got := reuse(make([]int, 1, keepCap)); cap(got) != keepCap {
+	if got := reuse(make([]int, 1, keepCap), 0); cap(got) != keepCap {
 		t.Errorf("a small array was dropped")
 	}
 }
