@@ -69,6 +69,7 @@ func startWireWith(b *testing.B, impl string, replay *bench.Replay, protobuf boo
 	b.Helper()
 	cfg := replay.Config(protobuf)
 	opts := set.ours
+	opts.KeepManagedFields = opts.KeepManagedFields || set.keepManagedFields
 	if impl == "ours" {
 		src, err := source.FromConfig[*corev1.Pod](cfg, source.RESTOptions{Mapper: bench.Mapper(), Protobuf: protobuf, DecodeWorkers: workers,
 			KeepManagedFields: set.keepManagedFields})
