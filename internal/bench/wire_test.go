@@ -102,23 +102,30 @@ func startWireWith(b *testing.B, impl string, replay *bench.Replay, protobuf boo
 // BenchmarkWire measures watch events per second end to end: a framed
 // watch stream replayed from bytes in memory through an HTTP client, each
 // side's decoder and its informer to one handler. One op is one event.
+// The events carry managedFields, as the API server sends them; mf=keep
+// has both sides keep them (ours with KeepManagedFields, client-go by
+// default), mf=drop has both drop them (ours by default, cutting them from
+// the bytes; client-go decodes them and its users' transform clears them).
 func BenchmarkWire(b *testing.B) {
 	for _, format := range []string{"json", "protobuf"} {
 		data, contentType := wireStream(b, format)
-		for _, impl := range sides(impls...) {
-			b.Run(fmt.Sprintf("format=%s/impl=%s", format, impl), func(b *testing.B) {
-				benchmarkWire(b, impl, data, contentType, format == "protobuf", 0)
-			})
+		for _, mf := range []string{"keep", "drop"} {
+			set := settings{keepManagedFields: mf == "keep", dropManagedFields: mf == "drop"}
+			for _, impl := range sides(impls...) {
+				b.Run(fmt.Sprintf("format=%s/mf=%s/impl=%s", format, mf, impl), func(b *testing.B) {
+					benchmarkWire(b, impl, data, contentType, format == "protobuf", 0, set)
+				})
+			}
 		}
 	}
 }
 
-func benchmarkWire(b *testing.B, impl string, data []byte, contentType string, protobuf bool, workers int) {
+func benchmarkWire(b *testing.B, impl string, data []byte, contentType string, protobuf bool, workers int, set settings) {
 	replay := &bench.Replay{List: emptyList, Watch: data, WatchType: contentType, Repeat: (b.N + streamEvents - 1) / streamEvents}
 	c := newCounter(b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
-	r := startWire(b, impl, replay, protobuf, workers, c.hit, typed.Options[*corev1.Pod]{})
+	r := startWireWith(b, impl, replay, protobuf, workers, c.hit, set)
 	<-c.done
 	b.StopTimer()
 	r.stop()
@@ -128,14 +135,14 @@ func benchmarkWire(b *testing.B, impl string, data []byte, contentType string, p
 // BenchmarkWireParallel is BenchmarkWire for JSON with our decoding spread
 // over two goroutines (source.RESTOptions.DecodeWorkers), events still
 // committed in stream order, at GOMAXPROCS 1 and 2; client-go, which
-// decodes on one goroutine, beside it.
+// decodes on one goroutine, beside it. Both drop managedFields.
 func BenchmarkWireParallel(b *testing.B) {
 	data, contentType := wireStream(b, "json")
 	for _, procs := range []int{1, 2} {
 		for _, impl := range sides(impls...) {
 			b.Run(fmt.Sprintf("procs=%d/impl=%s", procs, impl), func(b *testing.B) {
 				defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(procs))
-				benchmarkWire(b, impl, data, contentType, false, 2)
+				benchmarkWire(b, impl, data, contentType, false, 2, settings{dropManagedFields: true})
 			})
 		}
 	}
