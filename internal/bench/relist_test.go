@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync/atomic"
@@ -12,9 +14,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	clientcache "k8s.io/client-go/tools/cache"
 
 	"github.com/typedinformer/informer/internal/bench"
+	"github.com/typedinformer/informer/internal/podserver"
+	"github.com/typedinformer/informer/source"
 	"github.com/typedinformer/informer/source/sourcetest"
 	"github.com/typedinformer/informer/typed"
 )
@@ -54,56 +61,68 @@ func startPeak() *peakSampler {
 func (s *peakSampler) end() uint64 { close(s.stop); return <-s.done }
 
 // BenchmarkRelistPeakHeap reports the peak live heap while an informer
-// relists N unchanged pods and one new one, divided by the steady heap
-// its cache holds: 1 means the relist needed nothing beyond the cache, 2
-// a second full copy. The fake server's history is compacted past the
-// informer's resourceVersion and its watch cut, so the informer must list
-// again, as after a 410; mode=stream is a streaming list, mode=list a
-// paged LIST. The fake's own copy is in the baseline.
+// relists N pods, divided by the steady heap its cache holds: 1 means the
+// relist needed nothing beyond the cache, 2 a second full copy. While no
+// watch sees it, changed=0 creates one pod, changed=5pct modifies 1 pod in
+// 20 and changed=100pct every pod; then the fake server's history is
+// compacted past the informer's resourceVersion and its watch cut, so the
+// informer must list again, as after a 410. mode=stream is a streaming
+// list, mode=list-paged a LIST in pages of 500, both from the fake in
+// process; mode=list-whole a LIST the server answers whole, as
+// kube-apiserver's watch cache does, in JSON over HTTP (podserver), so
+// that decoding the body is part of it. The fake's own copy is in the
+// baseline; the floor is the same stream, LIST or response read and
+// dropped beside a synced informer: what the source's own copies hold.
 func BenchmarkRelistPeakHeap(b *testing.B) {
 	n := *relistPods
-	for _, mode := range []string{"stream", "list"} {
-		// The floor: the same stream, or the same LIST in the same
-		// pages, read and dropped beside a synced informer: what the
-		// source's own copies hold.
-		for _, impl := range sides("ours", "client-go", "floor") {
-			b.Run(fmt.Sprintf("pods=%dk/mode=%s/impl=%s", n/1000, mode, impl), func(b *testing.B) {
-				var ratio float64
-				for range b.N {
-					ratio = relistPeak(b, n, mode == "stream", impl)
-				}
-				b.ReportMetric(ratio, "peak/steady")
-			})
+	for _, changed := range []string{"0", "5pct", "100pct"} {
+		for _, mode := range []string{"stream", "list-paged", "list-whole"} {
+			impls := []string{"ours", "client-go"}
+			if changed == "0" {
+				impls = append(impls, "floor") // the floor changes nothing
+			}
+			for _, impl := range sides(impls...) {
+				b.Run(fmt.Sprintf("pods=%dk/changed=%s/mode=%s/impl=%s", n/1000, changed, mode, impl), func(b *testing.B) {
+					var ratio float64
+					for range b.N {
+						ratio = relistPeak(b, n, changes(n, changed), mode, impl)
+					}
+					b.ReportMetric(ratio, "peak/steady")
+				})
+			}
 		}
 	}
 }
 
-func relistPeak(b *testing.B, n int, stream bool, impl string) float64 {
+// changes is how many pods of n a changed= setting modifies; -1 for
+// none, but one pod created.
+func changes(n int, changed string) int {
+	switch changed {
+	case "5pct":
+		return n / 20
+	case "100pct":
+		return n
+	}
+	return -1
+}
+
+func relistPeak(b *testing.B, n, changed int, mode, impl string) float64 {
+	stream := mode == "stream"
 	pods := bench.Pods(n, bench.PodOptions{})
 	for _, p := range pods {
 		p.ResourceVersion = ""
 	}
 	fake := sourcetest.NewFake(sourcetest.FakeOptions[*corev1.Pod]{Objects: pods, Window: 10, NoWatchList: !stream})
 	pods = nil
+	var srv *podserver.Server
+	if mode == "list-whole" {
+		srv = podserver.Start(fake)
+		defer srv.Close()
+		srv.Whole = true
+	}
 	base := liveHeap()
 	var updates atomic.Int64
-	var r *running
-	if impl == "ours" || impl == "floor" {
-		ctx, cancel := context.WithCancel(context.Background())
-		r = &running{cancel: cancel}
-		inf, err := typed.NewInformer(fake, typed.Options[*corev1.Pod]{NoWatchList: !stream})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := inf.AddHandler(handlerFuncs(func() { updates.Add(1) })); err != nil {
-			b.Fatal(err)
-		}
-		r.wg.Go(func() { _ = inf.Run(ctx) })
-		r.synced = func(ctx context.Context) bool { return inf.WaitForSync(ctx) == nil }
-		r.len = inf.Store().Len
-	} else {
-		r = start(b, impl, fake.ListerWatcher(), 1, func() { updates.Add(1) }, typed.Options[*corev1.Pod]{})
-	}
+	r := startRelist(b, fake, srv, stream, impl, func() { updates.Add(1) })
 	defer r.stop()
 	if !r.synced(context.Background()) {
 		b.Fatal("not synced")
@@ -112,33 +131,112 @@ func relistPeak(b *testing.B, n int, stream bool, impl string) float64 {
 		time.Sleep(time.Millisecond)
 	}
 	steady := liveHeap()
-	s := startPeak()
 	if impl == "floor" {
-		if stream {
+		s := startPeak()
+		switch mode {
+		case "stream":
 			drainStream(b, fake)
-		} else {
+		case "list-paged":
 			drainPages(b, fake, n)
+		default:
+			drainWhole(b, srv)
 		}
 		peak := s.end()
 		return float64(int64(peak)-int64(base)) / float64(int64(steady)-int64(base))
 	}
-	// One change no watch sees, then compaction: the informer's
+	// Changes no watch sees, then compaction: the informer's
 	// resourceVersion is gone and it must list again.
-	fake.DropEvents(1)
-	if _, err := fake.Create(bench.Pod(n, bench.PodOptions{})); err != nil {
-		b.Fatal(err)
+	want := n
+	if changed < 0 {
+		fake.DropEvents(1)
+		if _, err := fake.Create(bench.Pod(n, bench.PodOptions{})); err != nil {
+			b.Fatal(err)
+		}
+		want++
+	} else {
+		modify(b, fake, changed)
 	}
+	s := startPeak()
 	fake.Compact()
 	fake.CutWatches()
-	for updates.Load() < int64(2*n+1) {
+	for updates.Load() < int64(n+want) {
 		time.Sleep(time.Millisecond)
 	}
 	peak := s.end()
-	if got := r.len(); got != n+1 {
-		b.Fatalf("cached %d pods, want %d", got, n+1)
+	if got := r.len(); got != want {
+		b.Fatalf("cached %d pods, want %d", got, want)
 	}
 	b.ReportMetric(float64(int64(steady)-int64(base))/float64(n), "B/pod-steady")
 	return float64(int64(peak)-int64(base)) / float64(int64(steady)-int64(base))
+}
+
+// modify changes a label of k of fake's pods, spread over them, while
+// no watch sees it.
+func modify(b *testing.B, fake *sourcetest.Fake[*corev1.Pod], k int) {
+	items := fake.Items()
+	fake.DropEvents(k)
+	step := len(items) / k
+	for i := range k {
+		p := items[i*step]
+		items[i*step] = nil
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		p.Labels["relisted"] = "changed"
+		if _, err := fake.Update(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// startRelist runs impl's informer over fake (in process), or over srv
+// (HTTP) if not nil; the floor's is ours.
+func startRelist(b *testing.B, fake *sourcetest.Fake[*corev1.Pod], srv *podserver.Server, stream bool, impl string, hit func()) *running {
+	b.Helper()
+	if impl == "client-go" {
+		if srv == nil {
+			return start(b, impl, fake.ListerWatcher(), 1, hit, typed.Options[*corev1.Pod]{})
+		}
+		cs, err := kubernetes.NewForConfig(srv.Config())
+		if err != nil {
+			b.Fatal(err)
+		}
+		lw := listWatchNoStream{clientcache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", "", fields.Everything())}
+		return start(b, impl, lw, 1, hit, typed.Options[*corev1.Pod]{})
+	}
+	var src source.Source[*corev1.Pod] = fake
+	if srv != nil {
+		var err error
+		if src, err = source.FromConfig[*corev1.Pod](srv.Config(), source.RESTOptions{Mapper: podserver.Mapper()}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{cancel: cancel}
+	inf, err := typed.NewInformer(src, typed.Options[*corev1.Pod]{NoWatchList: !stream})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := inf.AddHandler(handlerFuncs(hit)); err != nil {
+		b.Fatal(err)
+	}
+	r.wg.Go(func() { _ = inf.Run(ctx) })
+	r.synced = func(ctx context.Context) bool { return inf.WaitForSync(ctx) == nil }
+	r.len = inf.Store().Len
+	return r
+}
+
+// drainWhole reads srv's answer to a LIST, whole as its relist gets it,
+// and drops it.
+func drainWhole(b *testing.B, srv *podserver.Server) {
+	resp, err := http.Get(srv.URL + "/api/v1/pods?limit=500")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // drainPages reads a LIST of fake in pages of the informer's default size,

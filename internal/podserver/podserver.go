@@ -13,6 +13,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -29,6 +30,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
+	"github.com/typedinformer/informer/source"
 	"github.com/typedinformer/informer/source/sourcetest"
 )
 
@@ -51,7 +53,14 @@ type Server struct {
 	// "spec": {"containers": "oops"}, in protobuf a spec whose containers
 	// field has the wrong wire type.
 	Undecodable func(*corev1.Pod) bool
-	srv         *httptest.Server
+	// Whole, if set before the first request, makes the server answer
+	// every LIST whole, in one response whatever its limit and without a
+	// continue token, as kube-apiserver's watch cache answers a list at
+	// resourceVersion "0" or not older than a version. A JSON answer is
+	// written as the pods are read from the fake, a page at a time, so
+	// that the server never holds the whole list.
+	Whole bool
+	srv   *httptest.Server
 }
 
 // New starts a server of f, closed when t ends.
@@ -120,7 +129,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.Lists.Add(1)
-	l, err := s.Fake.List(r.Context(), opts)
+	if s.Whole && !proto {
+		s.writeWhole(r.Context(), w, opts)
+		return
+	}
+	l, err := s.list(r.Context(), opts)
 	if err != nil {
 		WriteStatus(w, err)
 		return
@@ -141,6 +154,98 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// list lists the fake, all its pages at once if Whole.
+func (s *Server) list(ctx context.Context, opts metav1.ListOptions) (source.List[*corev1.Pod], error) {
+	if !s.Whole {
+		return s.Fake.List(ctx, opts)
+	}
+	var all source.List[*corev1.Pod]
+	err := s.pages(ctx, opts, func(l source.List[*corev1.Pod]) error {
+		if all.ResourceVersion == "" {
+			all = l
+			return nil
+		}
+		all.Items = append(all.Items, l.Items...)
+		return nil
+	})
+	return all, err
+}
+
+// wholePage is the size of the pages a Whole server reads from its fake.
+const wholePage = 500
+
+// pages reads the fake's list in pages and calls each with every page;
+// the Continue of the pages is the fake's.
+func (s *Server) pages(ctx context.Context, opts metav1.ListOptions, each func(source.List[*corev1.Pod]) error) error {
+	opts.Limit, opts.Continue = wholePage, ""
+	for {
+		l, err := s.Fake.List(ctx, opts)
+		if err != nil {
+			return err
+		}
+		next := l.Continue
+		l.Continue = ""
+		if err := each(l); err != nil {
+			return err
+		}
+		if next == "" {
+			return nil
+		}
+		opts.ResourceVersion, opts.ResourceVersionMatch, opts.Continue = "", "", next
+	}
+}
+
+// writeWhole writes a Whole server's JSON answer to a LIST: the list's
+// metadata from the first page, then every pod as its page is read. A
+// failure after the first page (a continue token that expired) cuts the
+// response, as a server that fails midway does.
+func (s *Server) writeWhole(ctx context.Context, w http.ResponseWriter, opts metav1.ListOptions) {
+	started := false
+	err := s.pages(ctx, opts, func(l source.List[*corev1.Pod]) error {
+		if !started {
+			started = true
+			meta, err := json.Marshal(metav1.ListMeta{ResourceVersion: l.ResourceVersion, ShardInfo: l.ShardInfo})
+			if err != nil {
+				return err
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"kind":"PodList","apiVersion":"v1","metadata":`)
+			_, _ = w.Write(meta)
+			_, _ = io.WriteString(w, `,"items":[`)
+		} else if len(l.Items) > 0 {
+			_, _ = io.WriteString(w, ",")
+		}
+		for i, p := range l.Items {
+			if i > 0 {
+				_, _ = io.WriteString(w, ",")
+			}
+			b, err := s.itemJSON(p)
+			if err != nil {
+				return err
+			}
+			_, _ = w.Write(b)
+		}
+		return nil
+	})
+	switch {
+	case err != nil && !started:
+		WriteStatus(w, err)
+	case err != nil:
+		panic(http.ErrAbortHandler) // net/http closes the connection mid-body
+	default:
+		_, _ = io.WriteString(w, "]}\n")
+	}
+}
+
+// itemJSON is a list item in JSON, in a form that does not decode if
+// Undecodable picks it.
+func (s *Server) itemJSON(p *corev1.Pod) ([]byte, error) {
+	if s.Undecodable != nil && s.Undecodable(p) {
+		return undecodableJSON(p), nil
+	}
+	return json.Marshal(p)
 }
 
 func (s *Server) watch(ctx context.Context, w http.ResponseWriter, opts metav1.ListOptions, proto bool) {
