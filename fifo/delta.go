@@ -129,12 +129,20 @@ func (r *sliceQueue[E]) compact() {
 // at returns the i-th item from the head.
 func (r *sliceQueue[E]) at(i int) E { return r.buf[r.head+i] }
 
+// keepCap is the largest array an empty queue keeps: the array an
+// initial list of 100k objects grew is given back once it is drained,
+// not held for the queue's lifetime.
+const keepCap = 4096
+
 // pop removes and returns the head item.
 func (r *sliceQueue[E]) pop() E {
 	var zero E
 	e := r.buf[r.head]
 	r.buf[r.head] = zero
 	r.head++
+	if r.head == len(r.buf) && cap(r.buf) > keepCap {
+		r.buf, r.head = nil, 0
+	}
 	return e
 }
 

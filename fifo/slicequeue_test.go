@@ -59,3 +59,25 @@ func TestSliceQueue(t *testing.T) {
 		}
 	}
 }
+
+// TestSliceQueueGivesBackALargeArray: a queue drained after a large push
+// (an initial list) holds no array; a small one keeps its array for the
+// next push.
+func TestSliceQueueGivesBackALargeArray(t *testing.T) {
+	var q sliceQueue[int]
+	q.pushAll(make([]int, 10*keepCap))
+	for q.len() > 0 {
+		q.pop()
+	}
+	if cap(q.buf) != 0 {
+		t.Errorf("drained after %d items, the queue holds an array of %d", 10*keepCap, cap(q.buf))
+	}
+	q.pushAll(make([]int, 10))
+	c := cap(q.buf)
+	for q.len() > 0 {
+		q.pop()
+	}
+	if cap(q.buf) != c {
+		t.Errorf("a small array was given back: cap %d, want %d", cap(q.buf), c)
+	}
+}
