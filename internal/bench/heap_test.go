@@ -2,7 +2,10 @@ package bench_test
 
 import (
 	"context"
+	"flag"
+	"os"
 	goruntime "runtime"
+	"runtime/pprof"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,9 +59,31 @@ func BenchmarkHeapPerPod(b *testing.B) {
 	}
 }
 
+var heapProfile = flag.String("bench.heapprofile", "", "BenchmarkHeapPerPod: write the heap profile of the synced informer (in use, every 512 bytes sampled) to this file")
+
+// writeHeapProfile writes the in-use heap profile to -bench.heapprofile,
+// if set.
+func writeHeapProfile(b *testing.B) {
+	if *heapProfile == "" {
+		return
+	}
+	f, err := os.Create(*heapProfile)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
+}
+
 // heapPerPod syncs an informer of impl (with set) from a JSON
 // list of n pods b.N times and reports the live heap it holds per pod.
 func heapPerPod(b *testing.B, impl string, list []byte, n int, set settings) {
+	if *heapProfile != "" {
+		defer func(rate int) { goruntime.MemProfileRate = rate }(goruntime.MemProfileRate)
+		goruntime.MemProfileRate = 512
+	}
 	var perPod float64
 	for range b.N {
 		replay := &bench.Replay{List: list, WatchType: "application/json"}
@@ -72,6 +97,7 @@ func heapPerPod(b *testing.B, impl string, list []byte, n int, set settings) {
 			b.Fatalf("cached %d pods, want %d", got, n)
 		}
 		perPod = float64(int64(after)-int64(before)) / float64(n)
+		writeHeapProfile(b)
 		r.stop()
 	}
 	b.ReportMetric(perPod, "B/pod")
