@@ -7,11 +7,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -30,37 +32,134 @@ type PodOptions struct {
 	// controller-made pod: an entry for the controller and one for the
 	// kubelet, about 2.8 KB of JSON.
 	ManagedFields bool
+	// Labels chooses how labels are laid out over the pods. Default:
+	// [LabelsFriendly].
+	Labels Labels
+}
+
+// Labels is a layout of labels over the pods of [Pods].
+type Labels uint8
+
+// The layouts. In each, app=app-<k> selects pods in every namespace.
+const (
+	// LabelsFriendly gives pod i app=app-<i mod 10>, tier=web and one
+	// pod-template-hash shared by all: 10 distinct label sets over any
+	// number of pods, kind to a cache that matches each set once.
+	LabelsFriendly Labels = iota
+	// LabelsDeployment lays pods out as Deployments make them: per
+	// namespace, 50 ReplicaSets of 20 pods (500 over 10k pods), each with
+	// its own pod-template-hash, which the pods' names and owner carry
+	// too; ReplicaSet k of a namespace belongs to app=app-<k>, so app=x
+	// selects one pod in 50, in every namespace. One label set per
+	// ReplicaSet.
+	LabelsDeployment
+	// LabelsStatefulSet lays pods out as StatefulSets make them: per
+	// namespace, 50 StatefulSets of 20 pods, StatefulSet k of app=app-<k>,
+	// and every pod labelled with its own name
+	// (statefulset.kubernetes.io/pod-name) and ordinal
+	// (apps.kubernetes.io/pod-index) besides the set's
+	// controller-revision-hash: one label set per pod.
+	LabelsStatefulSet
+)
+
+// String returns "friendly", "deployment" or "statefulset".
+func (l Labels) String() string {
+	switch l {
+	case LabelsDeployment:
+		return "deployment"
+	case LabelsStatefulSet:
+		return "statefulset"
+	}
+	return "friendly"
+}
+
+// Apps is the number of apps of the [LabelsDeployment] and
+// [LabelsStatefulSet] layouts: one controller per app and namespace.
+const Apps = 50
+
+// controllerPods is the number of pods of one ReplicaSet or StatefulSet.
+const controllerPods = 20
+
+// LabelSets returns the number of distinct label sets of pods.
+func LabelSets(pods []*corev1.Pod) int {
+	seen := make(map[string]struct{})
+	for _, p := range pods {
+		seen[labels.Set(p.Labels).String()] = struct{}{} // sorted by key
+	}
+	return len(seen)
+}
+
+// podNaming is what the label layout decides of a pod: its name, labels
+// and owner, and the app its image is named after.
+type podNaming struct {
+	app, name, generateName string
+	labels                  map[string]string
+	ownerKind, ownerName    string
+}
+
+// naming returns pod i's naming in layout l. The pod's namespace is
+// i/10 mod [Namespaces] in every layout; j numbers the pods of that
+// namespace in order, and controller j/20 of the namespace owns pod j.
+func naming(i int, l Labels) podNaming {
+	if l != LabelsDeployment && l != LabelsStatefulSet {
+		app := fmt.Sprintf("app-%d", i%10)
+		hash := "7d4b9c8f5d"
+		rs := app + "-" + hash
+		return podNaming{app: app, name: fmt.Sprintf("%s-%05d", rs, i), generateName: rs + "-",
+			labels:    map[string]string{"app": app, "tier": "web", "pod-template-hash": hash},
+			ownerKind: "ReplicaSet", ownerName: rs}
+	}
+	ns := i / 10 % Namespaces
+	j := i/(10*Namespaces)*10 + i%10
+	ctl := j / controllerPods % Apps   // the app
+	gen := j / (controllerPods * Apps) // beyond 1000 pods a namespace, a second controller per app
+	app := fmt.Sprintf("app-%d", ctl)
+	// A 10-character hash of its own for every controller of the fixture.
+	id := uint64((gen*Namespaces+ns)*Apps + ctl)
+	hash := fmt.Sprintf("%010x", id*0x9e3779b97f4a7c15>>24)
+	if l == LabelsDeployment {
+		rs := app + "-" + hash
+		return podNaming{app: app, name: fmt.Sprintf("%s-%05d", rs, i), generateName: rs + "-",
+			labels:    map[string]string{"app": app, "tier": "web", "pod-template-hash": hash},
+			ownerKind: "ReplicaSet", ownerName: rs}
+	}
+	sts := fmt.Sprintf("%s-%d", app, gen)
+	name := fmt.Sprintf("%s-%d", sts, j%controllerPods)
+	return podNaming{app: app, name: name, generateName: sts + "-",
+		labels: map[string]string{"app": app, "tier": "web", "controller-revision-hash": sts + "-" + hash,
+			"statefulset.kubernetes.io/pod-name": name, "apps.kubernetes.io/pod-index": strconv.Itoa(j % controllerPods)},
+		ownerKind: "StatefulSet", ownerName: sts}
 }
 
 // Pod returns pod i of a Deployment's ReplicaSet as the API server sends
 // it: about 4 KB of JSON with labels, annotations, an owner, two
 // containers with resources, env and probes, tolerations, a volume, and a
 // status with conditions and container statuses. Pods differ in name, UID,
-// namespace (i/10 mod [Namespaces]), app label (i mod 10, so every
-// namespace has every app), node and IPs.
+// namespace (i/10 mod [Namespaces]), labels and owner (as opts.Labels lays
+// them out; by default app=app-<i mod 10>, so every namespace has every
+// app), node and IPs.
 func Pod(i int, opts PodOptions) *corev1.Pod {
 	now := metav1.NewTime(time.Unix(1700000000, 0).UTC())
-	app := fmt.Sprintf("app-%d", i%10)
-	hash := "7d4b9c8f5d"
-	rs := app + "-" + hash
+	nm := naming(i, opts.Labels)
+	app := nm.app
 	grace := int64(30)
 	p := &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:              fmt.Sprintf("%s-%05d", rs, i),
-			GenerateName:      rs + "-",
+			Name:              nm.name,
+			GenerateName:      nm.generateName,
 			Namespace:         fmt.Sprintf("ns-%d", i/10%Namespaces),
 			UID:               types.UID(fmt.Sprintf("6f1c2d3e-%04x-4000-8000-%012x", i%0xffff, i)),
 			ResourceVersion:   fmt.Sprint(1000 + i),
 			CreationTimestamp: now,
-			Labels:            map[string]string{"app": app, "tier": "web", "pod-template-hash": hash},
+			Labels:            nm.labels,
 			Annotations: map[string]string{
 				"kubectl.kubernetes.io/restartedAt": "2023-11-14T22:13:20Z",
 				"prometheus.io/scrape":              "true",
 				"prometheus.io/port":                "9090",
 			},
 			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs,
+				APIVersion: "apps/v1", Kind: nm.ownerKind, Name: nm.ownerName,
 				UID: "0b3f7a2c-5d6e-4f80-9a1b-2c3d4e5f6a7b", Controller: new(true), BlockOwnerDeletion: new(true),
 			}},
 		},

@@ -108,3 +108,69 @@ func TestStreamsDecode(t *testing.T) {
 		})
 	}
 }
+
+// TestPodLabels: each label layout has the label sets, owners and app
+// selectivity its documentation says, and no two pods of a namespace share
+// a name.
+func TestPodLabels(t *testing.T) {
+	const n = 10000
+	for _, tc := range []struct {
+		labels     bench.Labels
+		sets, apps int
+		owner      string
+	}{
+		{bench.LabelsFriendly, 10, 10, "ReplicaSet"},
+		{bench.LabelsDeployment, 500, bench.Apps, "ReplicaSet"},
+		{bench.LabelsStatefulSet, n, bench.Apps, "StatefulSet"},
+	} {
+		t.Run(tc.labels.String(), func(t *testing.T) {
+			pods := bench.Pods(n, bench.PodOptions{Labels: tc.labels})
+			if got := bench.LabelSets(pods); got != tc.sets {
+				t.Errorf("%d label sets, want %d", got, tc.sets)
+			}
+			names := map[string]bool{}
+			apps := map[string]int{}
+			owners := map[string]map[string]bool{} // owner -> its pods' pod-template-hash or revision
+			for _, p := range pods {
+				k := p.Namespace + "/" + p.Name
+				if names[k] {
+					t.Fatalf("two pods named %s", k)
+				}
+				names[k] = true
+				apps[p.Labels["app"]]++
+				o := p.OwnerReferences[0]
+				if o.Kind != tc.owner {
+					t.Fatalf("%s: owner kind %s, want %s", k, o.Kind, tc.owner)
+				}
+				ok := p.Namespace + "/" + o.Name
+				if owners[ok] == nil {
+					owners[ok] = map[string]bool{}
+				}
+				owners[ok][p.Labels["pod-template-hash"]+p.Labels["controller-revision-hash"]] = true
+			}
+			if len(apps) != tc.apps {
+				t.Errorf("%d apps, want %d", len(apps), tc.apps)
+			}
+			if got := apps["app-3"]; got != n/tc.apps {
+				t.Errorf("app=app-3 has %d pods, want %d", got, n/tc.apps)
+			}
+			for o, hashes := range owners {
+				if len(hashes) != 1 {
+					t.Errorf("owner %s: pods with %d hashes, want 1", o, len(hashes))
+				}
+			}
+			if size := len(mustJSON(t, pods[1])); size < 3600 || size > 4800 {
+				t.Errorf("pod is %d bytes of JSON, want about 4 KB", size)
+			}
+		})
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
