@@ -6,8 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
 	"runtime/debug"
 	"runtime/metrics"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	clientcache "k8s.io/client-go/tools/cache"
 
 	"github.com/typedinformer/informer/internal/bench"
@@ -26,7 +32,7 @@ import (
 	"github.com/typedinformer/informer/typed"
 )
 
-var relistPods = flag.Int("relist.pods", 100000, "BenchmarkRelistPeakHeap: pods in the relist")
+var relistN = flag.Int("relist.pods", 100000, "BenchmarkRelistPeakHeap: pods in the relist")
 
 // peakSampler samples the live heap as the last GC marked it every 2ms,
 // with GOGC=1 so that the GC marks often.
@@ -74,7 +80,7 @@ func (s *peakSampler) end() uint64 { close(s.stop); return <-s.done }
 // baseline; the floor is the same stream, LIST or response read and
 // dropped beside a synced informer: what the source's own copies hold.
 func BenchmarkRelistPeakHeap(b *testing.B) {
-	n := *relistPods
+	n := *relistN
 	for _, changed := range []string{"0", "5pct", "100pct"} {
 		for _, mode := range []string{"stream", "list-paged", "list-whole"} {
 			impls := []string{"ours", "client-go"}
@@ -108,21 +114,25 @@ func changes(n int, changed string) int {
 
 func relistPeak(b *testing.B, n, changed int, mode, impl string) float64 {
 	stream := mode == "stream"
-	pods := bench.Pods(n, bench.PodOptions{})
-	for _, p := range pods {
-		p.ResourceVersion = ""
+	var pods []*corev1.Pod
+	if mode != "list-whole" {
+		pods = relistPods(n)
 	}
-	fake := sourcetest.NewFake(sourcetest.FakeOptions[*corev1.Pod]{Objects: pods, Window: 10, NoWatchList: !stream})
-	pods = nil
-	var srv *podserver.Server
+	var (
+		fake *sourcetest.Fake[*corev1.Pod]
+		srv  *relistServer
+	)
 	if mode == "list-whole" {
-		srv = podserver.Start(fake)
-		defer srv.Close()
-		srv.Whole = true
+		srv = startRelistServer(b, n)
+		defer srv.stop()
+	} else {
+		fake = sourcetest.NewFake(sourcetest.FakeOptions[*corev1.Pod]{Objects: pods, Window: 10, NoWatchList: !stream})
+		srv = &relistServer{fake: fake}
 	}
+	pods = nil
 	base := liveHeap()
 	var updates atomic.Int64
-	r := startRelist(b, fake, srv, stream, impl, func() { updates.Add(1) })
+	r := startRelist(b, fake, srv.url, stream, impl, func() { updates.Add(1) })
 	defer r.stop()
 	if !r.synced(context.Background()) {
 		b.Fatal("not synced")
@@ -139,7 +149,7 @@ func relistPeak(b *testing.B, n, changed int, mode, impl string) float64 {
 		case "list-paged":
 			drainPages(b, fake, n)
 		default:
-			drainWhole(b, srv)
+			drainWhole(b, srv.url)
 		}
 		peak := s.end()
 		return float64(int64(peak)-int64(base)) / float64(int64(steady)-int64(base))
@@ -148,17 +158,12 @@ func relistPeak(b *testing.B, n, changed int, mode, impl string) float64 {
 	// resourceVersion is gone and it must list again.
 	want := n
 	if changed < 0 {
-		fake.DropEvents(1)
-		if _, err := fake.Create(bench.Pod(n, bench.PodOptions{})); err != nil {
-			b.Fatal(err)
-		}
 		want++
-	} else {
-		modify(b, fake, changed)
 	}
+	srv.change(b, changed)
+	liveHeap() // the changes' garbage is not the relist's
 	s := startPeak()
-	fake.Compact()
-	fake.CutWatches()
+	srv.relist(b)
 	for updates.Load() < int64(n+want) {
 		time.Sleep(time.Millisecond)
 	}
@@ -170,9 +175,152 @@ func relistPeak(b *testing.B, n, changed int, mode, impl string) float64 {
 	return float64(int64(peak)-int64(base)) / float64(int64(steady)-int64(base))
 }
 
+// relistPods are the n pods of a relist, without resourceVersions.
+func relistPods(n int) []*corev1.Pod {
+	pods := bench.Pods(n, bench.PodOptions{})
+	for _, p := range pods {
+		p.ResourceVersion = ""
+	}
+	return pods
+}
+
+// change makes the changes of a relist in fake while no watch sees them:
+// one pod created if k < 0, else k pods modified.
+func change(fake *sourcetest.Fake[*corev1.Pod], n, k int) error {
+	if k < 0 {
+		fake.DropEvents(1)
+		_, err := fake.Create(bench.Pod(n, bench.PodOptions{}))
+		return err
+	}
+	return modify(fake, k)
+}
+
+// relistServer is the fake a relist lists: in this process, or served
+// over HTTP by another (url set), as an API server is.
+type relistServer struct {
+	fake    *sourcetest.Fake[*corev1.Pod] // in this process
+	url     string                        // the pods' server, in the other process
+	control string                        // the other process's control server
+	cmd     *exec.Cmd
+	stdin   io.Closer
+}
+
+// relistServerEnv, set in the environment of the test binary with a pod
+// count, makes TestRelistServer serve that many pods.
+const relistServerEnv = "BENCH_RELIST_SERVER_PODS"
+
+// startRelistServer starts a process serving a fake of n pods over HTTP,
+// with every LIST answered whole (podserver.Server.Whole), so that its
+// heap is not this one's.
+func startRelistServer(b *testing.B, n int) *relistServer {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRelistServer$")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", relistServerEnv, n))
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("start the server process: %v", err)
+	}
+	s := &relistServer{cmd: cmd, stdin: stdin}
+	if _, err := fmt.Fscan(stdout, &s.url, &s.control); err != nil {
+		s.stop()
+		b.Fatalf("the server process's URLs: %v", err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	return s
+}
+
+// stop ends the server process.
+func (s *relistServer) stop() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.stdin.Close()
+	_ = s.cmd.Wait()
+}
+
+// change makes change's changes, while no watch sees them.
+func (s *relistServer) change(b *testing.B, k int) {
+	b.Helper()
+	if s.cmd == nil {
+		if err := change(s.fake, s.fake.Len(), k); err != nil {
+			b.Fatal(err)
+		}
+		return
+	}
+	s.post(b, fmt.Sprintf("/change?k=%d", k))
+}
+
+// relist compacts the history and cuts the watches: a relist follows.
+func (s *relistServer) relist(b *testing.B) {
+	b.Helper()
+	if s.cmd == nil {
+		s.fake.Compact()
+		s.fake.CutWatches()
+		return
+	}
+	s.post(b, "/relist")
+}
+
+func (s *relistServer) post(b *testing.B, path string) {
+	resp, err := http.Post(s.control+path, "", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		b.Fatalf("%s: %s: %s", path, resp.Status, msg)
+	}
+}
+
+// TestRelistServer is the server process of startRelistServer; without
+// its environment variable it does nothing. It prints the pods' URL and
+// its control URL, and serves until its standard input is closed.
+func TestRelistServer(t *testing.T) {
+	n, err := strconv.Atoi(os.Getenv(relistServerEnv))
+	if err != nil {
+		t.Skip("not a relist server process")
+	}
+	fake := sourcetest.NewFake(sourcetest.FakeOptions[*corev1.Pod]{Objects: relistPods(n), Window: 10, NoWatchList: true})
+	srv := podserver.Start(fake)
+	defer srv.Close()
+	srv.Whole = true
+	var mu sync.Mutex // one control request at a time
+	control := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case "/change":
+			k, err := strconv.Atoi(r.URL.Query().Get("k"))
+			if err == nil {
+				err = change(fake, n, k)
+			}
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+			}
+		case "/relist":
+			fake.Compact()
+			fake.CutWatches()
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer control.Close()
+	fmt.Println(srv.URL, control.URL)
+	_, _ = io.Copy(io.Discard, os.Stdin)
+}
+
 // modify changes a label of k of fake's pods, spread over them, while
 // no watch sees it.
-func modify(b *testing.B, fake *sourcetest.Fake[*corev1.Pod], k int) {
+func modify(fake *sourcetest.Fake[*corev1.Pod], k int) error {
 	items := fake.Items()
 	fake.DropEvents(k)
 	step := len(items) / k
@@ -184,20 +332,22 @@ func modify(b *testing.B, fake *sourcetest.Fake[*corev1.Pod], k int) {
 		}
 		p.Labels["relisted"] = "changed"
 		if _, err := fake.Update(p); err != nil {
-			b.Fatal(err)
+			return err
 		}
 	}
+	return nil
 }
 
-// startRelist runs impl's informer over fake (in process), or over srv
-// (HTTP) if not nil; the floor's is ours.
-func startRelist(b *testing.B, fake *sourcetest.Fake[*corev1.Pod], srv *podserver.Server, stream bool, impl string, hit func()) *running {
+// startRelist runs impl's informer over fake (in process), or over the
+// server at url if not empty; the floor's is ours.
+func startRelist(b *testing.B, fake *sourcetest.Fake[*corev1.Pod], url string, stream bool, impl string, hit func()) *running {
 	b.Helper()
+	cfg := &rest.Config{Host: url}
 	if impl == "client-go" {
-		if srv == nil {
+		if url == "" {
 			return start(b, impl, fake.ListerWatcher(), 1, hit, typed.Options[*corev1.Pod]{})
 		}
-		cs, err := kubernetes.NewForConfig(srv.Config())
+		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -205,9 +355,9 @@ func startRelist(b *testing.B, fake *sourcetest.Fake[*corev1.Pod], srv *podserve
 		return start(b, impl, lw, 1, hit, typed.Options[*corev1.Pod]{})
 	}
 	var src source.Source[*corev1.Pod] = fake
-	if srv != nil {
+	if url != "" {
 		var err error
-		if src, err = source.FromConfig[*corev1.Pod](srv.Config(), source.RESTOptions{Mapper: podserver.Mapper()}); err != nil {
+		if src, err = source.FromConfig[*corev1.Pod](cfg, source.RESTOptions{Mapper: podserver.Mapper()}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -226,10 +376,10 @@ func startRelist(b *testing.B, fake *sourcetest.Fake[*corev1.Pod], srv *podserve
 	return r
 }
 
-// drainWhole reads srv's answer to a LIST, whole as its relist gets it,
-// and drops it.
-func drainWhole(b *testing.B, srv *podserver.Server) {
-	resp, err := http.Get(srv.URL + "/api/v1/pods?limit=500")
+// drainWhole reads the answer of the server at url to a LIST, whole as a
+// relist gets it, and drops it.
+func drainWhole(b *testing.B, url string) {
+	resp, err := http.Get(url + "/api/v1/pods?limit=500")
 	if err != nil {
 		b.Fatal(err)
 	}
