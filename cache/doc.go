@@ -49,10 +49,15 @@
 //
 // Objects are kept by namespace, then by name, so that listing a namespace
 // reads its objects in place. From the first List that has labels to match
-// on, each stored object also points to its label set, shared by every
-// stored object with the same labels: a scan then matches the selector
-// once per distinct label set (pods of one ReplicaSet share theirs) and
-// does not read the objects it leaves out. Until that first List, writes
-// do not look at labels: a cache read only by key or index pays nothing
-// for it.
+// on, each stored object's slot also carries a 64-bit summary (a Bloom
+// filter) of its labels: a scan for app=x, or app in (x, y), rules out
+// almost every object without those labels from the slot alone, and reads
+// the labels of the few that remain, so it costs about the same whether
+// the objects share label sets (pods of one ReplicaSet) or each has its
+// own (pods of a StatefulSet). Until that first List, writes do not look
+// at labels: a cache read only by key or index pays nothing for it.
+//
+// A label index ([Options.LabelIndexes]) holds the objects of each value
+// side by side: a List it answers copies them out, with no lookup per
+// object.
 package cache

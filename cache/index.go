@@ -66,6 +66,60 @@ func (ix index) removeAll(vals []string, k Key) {
 	}
 }
 
+// labelIndex maps the values of one label to the objects that have them.
+// The objects are held in the index itself, side by side, so that a List
+// answered from it reads them in order, without a lookup in the table.
+type labelIndex[T Object] map[string]*posting[T]
+
+// posting is the objects with one value of a label: objs[i] is stored
+// under keys[i], and pos[keys[i]] is i. Its order is arbitrary: a removal
+// moves the last object into the hole.
+type posting[T Object] struct {
+	objs []T
+	keys []Key
+	pos  map[Key]int32
+}
+
+// put records that k, holding obj, has value v.
+func (ix labelIndex[T]) put(v string, k Key, obj T) {
+	p := ix[v]
+	if p == nil {
+		p = &posting[T]{pos: make(map[Key]int32, 1)}
+		ix[v] = p
+	}
+	if i, ok := p.pos[k]; ok {
+		p.objs[i] = obj
+		return
+	}
+	p.pos[k] = int32(len(p.objs))
+	p.objs = append(p.objs, obj)
+	p.keys = append(p.keys, k)
+}
+
+// remove records that k no longer has value v.
+func (ix labelIndex[T]) remove(v string, k Key) {
+	p := ix[v]
+	if p == nil {
+		return
+	}
+	i, ok := p.pos[k]
+	if !ok {
+		return
+	}
+	delete(p.pos, k)
+	last := len(p.objs) - 1
+	if int(i) != last {
+		p.objs[i], p.keys[i] = p.objs[last], p.keys[last]
+		p.pos[p.keys[i]] = i
+	}
+	var zero T
+	p.objs[last], p.keys[last] = zero, Key{} // no stale reference to a removed object
+	p.objs, p.keys = p.objs[:last], p.keys[:last]
+	if last == 0 {
+		delete(ix, v)
+	}
+}
+
 // indexSet is an immutable description of a writer's custom indexes.
 // AddIndexers only ever appends, so the names of an older set are a prefix
 // of the names of every newer set of the same writer, and index values

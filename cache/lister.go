@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
@@ -48,8 +47,8 @@ var ErrNilSelector = errors.New("cache: nil selector (use labels.Everything())")
 // selector, get by name, in every namespace or in one. It is the typed twin
 // of a generated client-go lister, for any type. Label selectors on the
 // store's label indexes are answered from the index; other requirements
-// are matched once per distinct label set of the candidates (see the
-// package documentation, "Scans").
+// are matched on the candidates, most of which the summary of their labels
+// rules out unread (see the package documentation, "Scans").
 type Lister[T Object] struct{ c *core[T] }
 
 // List returns the objects, in every namespace, whose labels match
@@ -139,24 +138,21 @@ func (c *core[T]) scopeLocked() Scope {
 
 // query is a planned list: where the candidates come from and what is
 // left to match on them.
-type query struct {
+type query[T Object] struct {
 	ns       string
 	scoped   bool
 	all      bool                 // every object matches: no label matching
 	exact    bool                 // the candidates are the answer, after the namespace check
 	residual []labels.Requirement // requirements the candidates do not prove
+	masks    [][]uint64           // per residual Equals or In requirement, the pairMask of each value
 	whole    labels.Selector      // a selector without requirements to plan with: match it whole
 	reqs     []labels.Requirement // the selector's requirements
-	sets     []keySet             // candidates from a label index; nil: the table or its namespace
+	sets     []*posting[T]        // candidates from a label index; nil: the table or its namespace
 	n        int                  // candidates, when known; -1 otherwise
-	gen      uint64               // this query's mark in the label sets' memos
 }
 
-// queries numbers the queries of every store, for the label sets' memos.
-var queries atomic.Uint64
-
-func newQuery(ns string, scoped bool, selector labels.Selector) *query {
-	q := &query{ns: ns, scoped: scoped, all: selector.Empty(), n: -1, gen: queries.Add(1)}
+func newQuery[T Object](ns string, scoped bool, selector labels.Selector) *query[T] {
+	q := &query[T]{ns: ns, scoped: scoped, all: selector.Empty(), n: -1}
 	reqs, selectable := selector.Requirements()
 	if !q.all && !selectable {
 		// labels.Nothing(), or a custom selector that does not list its
@@ -173,13 +169,28 @@ func (c *core[T]) list(ns string, scoped bool, selector labels.Selector) ([]T, e
 	if selector == nil {
 		return nil, ErrNilSelector
 	}
-	q := newQuery(ns, scoped, selector)
+	q := newQuery[T](ns, scoped, selector)
 	if q.whole == nil {
 		c.rlockPlanned(q)
-		defer c.mu.RUnlock()
-		out := make([]T, 0, max(q.n, 0))
-		c.scanLocked(q, func(obj T) { out = append(out, obj) })
-		return out, nil
+		if q.n >= 0 {
+			defer c.mu.RUnlock()
+			out := make([]T, 0, q.n)
+			if q.exact && !q.scoped {
+				for _, p := range q.sets { // the answer, as the index holds it
+					out = append(out, p.objs...)
+				}
+				return out, nil
+			}
+			c.scanLocked(q, func(obj T) { out = append(out, obj) })
+			return out, nil
+		}
+		// The number of matches is unknown: collect them in a reused
+		// buffer and return a copy of exactly their size.
+		b := c.getBuf()
+		defer c.putBuf(b)
+		c.scanLocked(q, func(obj T) { b.objs = append(b.objs, obj) })
+		c.mu.RUnlock()
+		return append(make([]T, 0, len(b.objs)), b.objs...), nil
 	}
 	b := c.getBuf()
 	defer c.putBuf(b)
@@ -200,7 +211,7 @@ func (c *core[T]) listSeq(ns string, scoped bool, selector labels.Selector) iter
 		if selector == nil {
 			return
 		}
-		q := newQuery(ns, scoped, selector)
+		q := newQuery[T](ns, scoped, selector)
 		b := c.getBuf()
 		defer c.putBuf(b)
 		c.rlockPlanned(q)
@@ -217,30 +228,31 @@ func (c *core[T]) listSeq(ns string, scoped bool, selector labels.Selector) iter
 	}
 }
 
-// matches checks what the candidates did not prove against the label set
-// of a candidate. A custom selector (q.whole) is matched by the caller,
-// without the lock. Each distinct label set is matched once per query:
-// the set remembers the answer for the last query that asked.
-func (q *query) matches(ls *labelSet) bool {
+// matches checks what the candidates did not prove against the labels of
+// a candidate in the table, whose slot is s. A custom selector (q.whole)
+// is matched by the caller, without the lock. The slot's bloom rules out
+// most objects an Equals or In requirement does not select without reading
+// their labels.
+func (q *query[T]) matches(s slot[T]) bool {
 	if q.all || q.exact || q.whole != nil {
 		return true
 	}
-	if ls == nil {
-		return q.matchLabels(nil)
+	for _, ms := range q.masks {
+		found := false
+		for _, m := range ms {
+			if s.bloom&m == m {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
 	}
-	if m := ls.memo.Load(); m>>1 == q.gen {
-		return m&1 == 1
-	}
-	ok := q.matchLabels(ls.m)
-	m := q.gen << 1
-	if ok {
-		m |= 1
-	}
-	ls.memo.Store(m) // concurrent queries may overwrite it: each checks its own mark
-	return ok
+	return q.matchLabels(s.obj.GetLabels())
 }
 
-func (q *query) matchLabels(set labels.Set) bool {
+func (q *query[T]) matchLabels(set labels.Set) bool {
 	for i := range q.residual {
 		if !q.residual[i].Matches(set) {
 			return false
@@ -249,10 +261,27 @@ func (q *query) matchLabels(set labels.Set) bool {
 	return true
 }
 
+// planMasks computes the masks of q's residual requirements.
+func (q *query[T]) planMasks() {
+	q.masks = q.masks[:0]
+	for _, r := range q.residual {
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+		default:
+			continue
+		}
+		ms := make([]uint64, 0, r.Values().Len())
+		for v := range r.Values() {
+			ms = append(ms, pairMask(r.Key(), v))
+		}
+		q.masks = append(q.masks, ms)
+	}
+}
+
 // rlockPlanned takes the read lock and plans q. A query with labels to
 // match on its candidates labels the table first, once for the store's
 // life (with the write lock, for a moment as long as a relist's write).
-func (c *core[T]) rlockPlanned(q *query) {
+func (c *core[T]) rlockPlanned(q *query[T]) {
 	c.mu.RLock()
 	c.planLocked(q)
 	if c.tab.labeled || len(q.residual) == 0 {
@@ -269,7 +298,7 @@ func (c *core[T]) rlockPlanned(q *query) {
 // planLocked picks the smallest candidate set an index offers for the
 // selector: the namespace, or a label index for one equality or set
 // requirement, else every object.
-func (c *core[T]) planLocked(q *query) {
+func (c *core[T]) planLocked(q *query[T]) {
 	q.sets, q.residual, q.exact, q.n = nil, nil, false, -1
 	if q.scoped {
 		q.n = len(c.tab.ns[q.ns])
@@ -278,7 +307,7 @@ func (c *core[T]) planLocked(q *query) {
 	}
 	pick := -1
 	for i, r := range q.reqs {
-		rs, rn, ok := c.labelSetsLocked(r)
+		rs, rn, ok := c.postingsLocked(r)
 		if ok && (q.n < 0 || rn < q.n) {
 			q.sets, q.n, pick = rs, rn, i
 		}
@@ -292,34 +321,36 @@ func (c *core[T]) planLocked(q *query) {
 	if !q.all && !q.exact {
 		q.n = -1 // only an upper bound
 	}
+	q.planMasks()
 }
 
 // scanLocked calls f with every candidate that matches q, holding the
-// read lock. Slots are read in place: the objects themselves are not
-// touched.
-func (c *core[T]) scanLocked(q *query, f func(T)) {
+// read lock. Slots are read in place: the objects of a scan are only read
+// when their slot's bloom does not rule them out, and the objects of a
+// label index are held in the index.
+func (c *core[T]) scanLocked(q *query[T], f func(T)) {
 	switch {
 	case q.sets != nil:
-		for _, set := range q.sets {
-			for k := range set {
-				if q.scoped && k.Namespace != q.ns {
+		for _, p := range q.sets {
+			for i, obj := range p.objs {
+				if q.scoped && p.keys[i].Namespace != q.ns {
 					continue
 				}
-				if s, ok := c.tab.get(k); ok && q.matches(s.ls) {
-					f(s.obj)
+				if q.exact || q.matchLabels(obj.GetLabels()) {
+					f(obj)
 				}
 			}
 		}
 	case q.scoped:
 		for _, s := range c.tab.ns[q.ns] {
-			if q.matches(s.ls) {
+			if q.matches(s) {
 				f(s.obj)
 			}
 		}
 	default:
 		for _, m := range c.tab.ns {
 			for _, s := range m {
-				if q.matches(s.ls) {
+				if q.matches(s) {
 					f(s.obj)
 				}
 			}
@@ -327,9 +358,9 @@ func (c *core[T]) scanLocked(q *query, f func(T)) {
 	}
 }
 
-// labelSetsLocked returns the key sets of a label index that answer r
+// postingsLocked returns the postings of a label index that answer r
 // exactly: an Equals or In requirement on an indexed label.
-func (c *core[T]) labelSetsLocked(r labels.Requirement) ([]keySet, int, bool) {
+func (c *core[T]) postingsLocked(r labels.Requirement) ([]*posting[T], int, bool) {
 	switch r.Operator() {
 	case selection.Equals, selection.DoubleEquals, selection.In:
 	default:
@@ -346,11 +377,13 @@ func (c *core[T]) labelSetsLocked(r labels.Requirement) ([]keySet, int, bool) {
 		return nil, 0, false
 	}
 	vals := r.Values() // a set: a repeated value does not count twice
-	sets := make([]keySet, 0, len(vals))
+	sets := make([]*posting[T], 0, len(vals))
 	n := 0
 	for v := range vals {
-		sets = append(sets, c.labels[i][v])
-		n += len(c.labels[i][v])
+		if p := c.labels[i][v]; p != nil {
+			sets = append(sets, p)
+			n += len(p.objs)
+		}
 	}
 	return sets, n, true
 }

@@ -43,7 +43,7 @@ type core[T Object] struct {
 	tab    table[T]           // the objects; also the namespace index
 	vals   map[Key][][]string // per key, aligned with cur.names; empty without custom indexes
 	custom []index            // aligned with cur.names
-	labels []index            // aligned with labelKeys
+	labels []labelIndex[T]    // aligned with labelKeys
 	rev    uint64
 
 	bufs chan *buffer[T] // free iteration buffers
@@ -72,7 +72,7 @@ func NewWriter[T Object](opts Options[T]) (*Writer[T], error) {
 		resource:  opts.Resource,
 		scope:     opts.Scope,
 		labelKeys: slices.Clone(opts.LabelIndexes),
-		tab:       newTable[T](0, false),
+		tab:       newTable[T](false),
 		vals:      map[Key][][]string{},
 		bufs:      make(chan *buffer[T], 4),
 	}
@@ -80,7 +80,7 @@ func NewWriter[T Object](opts Options[T]) (*Writer[T], error) {
 		c.resource = schema.GroupResource{Resource: "objects"}
 	}
 	for range c.labelKeys {
-		c.labels = append(c.labels, index{})
+		c.labels = append(c.labels, labelIndex[T]{})
 	}
 	empty := newIndexSet[T](c, nil, nil)
 	set, err := empty.with(opts.Indexers)
@@ -178,12 +178,12 @@ func (c *core[T]) write(changes []Change[T], replace bool) (uint64, error) {
 			continue
 		}
 		if replace {
-			c.tab, c.vals = newTable[T](len(changes), c.tab.labeled), map[Key][][]string{}
+			c.tab, c.vals = newTable[T](c.tab.labeled), map[Key][][]string{}
 			for i := range c.custom {
 				c.custom[i] = index{}
 			}
 			for i := range c.labels {
-				c.labels[i] = index{}
+				c.labels[i] = labelIndex[T]{}
 			}
 		}
 		if c.tab.n == 0 && len(changes) >= presize {
@@ -270,7 +270,7 @@ func (c *core[T]) applyLocked(ch *Change[T]) {
 	case ch.Delete:
 		if existed {
 			c.unindexLocked(k, old)
-			c.tab.del(k, cur)
+			c.tab.del(k)
 			delete(c.vals, k)
 		}
 		return
@@ -280,7 +280,7 @@ func (c *core[T]) applyLocked(ch *Change[T]) {
 		return // the same object again (a resync, an unchanged relist item)
 	}
 	obj := ch.Object
-	c.tab.put(m, k, obj, cur, existed)
+	c.tab.put(m, k, obj, existed)
 	if len(c.custom) > 0 {
 		oldVals := c.vals[k]
 		for i, ix := range c.custom {
@@ -302,14 +302,11 @@ func (c *core[T]) applyLocked(ch *Change[T]) {
 		for i, lk := range c.labelKeys {
 			ov, had := oldLabels[lk]
 			nv, has := newLabels[lk]
-			if had == has && ov == nv {
-				continue
-			}
-			if had {
+			if had && (!has || ov != nv) {
 				c.labels[i].remove(ov, k)
 			}
 			if has {
-				c.labels[i].add(nv, k)
+				c.labels[i].put(nv, k, obj) // the index holds the new object
 			}
 		}
 	}
