@@ -6,8 +6,8 @@ import (
 	"github.com/typedinformer/informer/source"
 )
 
-// newSharer returns what shares the equal strings of the objects an
-// informer caches, or nil if it does not: with Options.NoIntern, for a
+// newSharer returns what shares the equal strings and maps of the
+// objects an informer caches, or nil if it does not: with Options.NoIntern, for a
 // source whose objects may be held by others (only one whose Info says
 // Exclusive hands over objects the informer may rewrite), and for a type
 // without strings to share.
@@ -15,7 +15,7 @@ func newSharer[T cache.Object](info source.Info, opts Options[T]) *intern.Intern
 	if opts.NoIntern || !info.Exclusive {
 		return nil
 	}
-	in, err := intern.New[T](intern.Options{})
+	in, err := intern.New[T](intern.Options{Maps: true})
 	if err != nil || in.Empty() {
 		return nil // not a pointer to a struct, or nothing to share
 	}

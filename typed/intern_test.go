@@ -2,6 +2,7 @@ package typed_test
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 	"unsafe"
@@ -37,8 +38,8 @@ func podWith(name string) *corev1.Pod {
 	return p
 }
 
-// TestInformerSharesStrings: an informer shares the equal strings of the
-// objects of an exclusive source, listed or watched, unless
+// TestInformerSharesStrings: an informer shares the equal strings (and
+// equal maps) of the objects of an exclusive source, listed or watched, unless
 // Options.NoIntern, and leaves the objects of any other source as they
 // come. Shared or not, the cached objects equal the source's.
 func TestInformerSharesStrings(t *testing.T) {
@@ -95,6 +96,9 @@ func TestInformerSharesStrings(t *testing.T) {
 				}
 				if unsafe.StringData(a.Name) == unsafe.StringData(b.Name) {
 					t.Errorf("%s and %s share their name", a.Name, b.Name)
+				}
+				if same := reflect.ValueOf(a.Labels).Pointer() == reflect.ValueOf(b.Labels).Pointer(); same != tt.wantSame {
+					t.Errorf("%s and %s share their labels map: %v, want %v", a.Name, b.Name, same, tt.wantSame)
 				}
 			}
 		})

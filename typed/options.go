@@ -47,15 +47,21 @@ type Options[T cache.Object] struct {
 	// dropped them already: NewInformer fails with KeepManagedFields over
 	// it.
 	KeepManagedFields bool
-	// NoIntern turns off shared strings. Default: false: when the source's
-	// Info says its objects are decoded for the informer alone
-	// (Exclusive, as the REST source of source.FromConfig says), the
-	// informer's writer shares equal strings between the objects it
+	// NoIntern turns off shared strings and maps. Default: false: when
+	// the source's Info says its objects are decoded for the informer
+	// alone (Exclusive, as the REST source of source.FromConfig says),
+	// the informer's writer shares equal strings between the objects it
 	// caches: namespace, labels, annotations, owners, images, container
 	// and volume names, node, condition types and statuses are held once
-	// for all objects, not once per object, at a few microseconds of the
-	// writer's time per object, beside the decoding of the next one
-	// (docs/performance.md has the figures). The objects of other sources
+	// for all objects, not once per object; and equal maps too: the
+	// labels, annotations and container resources of the pods of one
+	// ReplicaSet are one map for all of them. It costs a few microseconds
+	// of the writer's time per object, beside the decoding of the next
+	// one (docs/performance.md has the figures). Cached objects are
+	// read-only, as in client-go: with shared maps, a handler that
+	// modifies an object's labels in place changes them for every object
+	// holding the same map (Options.DetectMutations finds such a
+	// handler); deep-copy before modifying. The objects of other sources
 	// (fakes, lister-watchers) are left as they come.
 	NoIntern bool
 	// Indexers are custom indexes of the cache besides the namespace index,

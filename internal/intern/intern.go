@@ -6,9 +6,12 @@
 // the table of canonical copies holds weakly: a string no object uses any
 // more is freed, and its entry is forgotten.
 //
-// Only strings are shared, never maps or slices: strings are immutable,
-// so an object whose strings are shared behaves exactly as before, and a
-// caller may still modify its maps and slices in place.
+// Strings are immutable, so an object whose strings are shared behaves
+// exactly as before, and a caller may still modify its maps and slices in
+// place. With Options.Maps, equal maps (map[string]string and
+// ResourceList) are shared whole as well (maps.go): the objects are then
+// read-only, as the objects of an informer's cache are. Slices are never
+// shared.
 //
 // What is walked is compiled once per Go type (see [New]): string fields,
 // pointers to strings, nested and embedded structs, pointers to structs,
@@ -26,6 +29,8 @@ import (
 	"reflect"
 	"sync"
 	"unsafe"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // ErrWrongType is returned by [New] for a type that is not a pointer to a
@@ -47,6 +52,12 @@ type Options struct {
 	// seldom equal in two objects, and sharing it would copy it once
 	// more. Default (0): DefaultMaxLen; negative: no limit.
 	MaxLen int
+	// Maps shares equal maps as well (see maps.go): a map[string]string
+	// (labels, annotations), once its strings are shared, and a
+	// ResourceList, each replaced by one canonical copy for all objects
+	// holding an equal map of at most 32 entries. The objects' maps must
+	// then never be modified in place.
+	Maps bool
 }
 
 // Interner shares the strings of objects of type T, a pointer to a
@@ -54,6 +65,7 @@ type Options struct {
 type Interner[T any] struct {
 	plan   *plan
 	maxLen int
+	maps   bool
 	locals sync.Pool // *local, one per walk in progress
 }
 
@@ -72,7 +84,7 @@ func New[T any](opts Options) (*Interner[T], error) {
 	case maxLen < 0:
 		maxLen = int(^uint(0) >> 1)
 	}
-	return &Interner[T]{plan: planFor(rt.Elem()), maxLen: maxLen}, nil
+	return &Interner[T]{plan: planFor(rt.Elem()), maxLen: maxLen, maps: opts.Maps}, nil
 }
 
 // Strings replaces every string of obj that the plan covers with its
@@ -180,6 +192,14 @@ func (in *Interner[T]) walk(p *plan, base unsafe.Pointer, l *local) {
 				// added, so the iteration is not disturbed.
 				m[in.str(k, l)] = in.str(v, l)
 			}
+			if in.maps {
+				*(*map[string]string)(at) = canonicalMap(stringMaps, m, hashStringEntry)
+			}
+		case opQuantityMap:
+			if in.maps {
+				m := (*map[string]resource.Quantity)(at)
+				*m = canonicalMap(quantityMaps, *m, hashQuantityEntry)
+			}
 		}
 	}
 }
@@ -188,13 +208,14 @@ func (in *Interner[T]) walk(p *plan, base unsafe.Pointer, l *local) {
 type opKind uint8
 
 const (
-	opString     opKind = iota // string
-	opStringPtr                // *string
-	opStrings                  // []string
-	opStruct                   // *struct, walked with sub
-	opStructs                  // []struct of size bytes each, walked with sub
-	opStructPtrs               // []*struct, walked with sub
-	opStringMap                // map[string]string, keys and values
+	opString      opKind = iota // string
+	opStringPtr                 // *string
+	opStrings                   // []string
+	opStruct                    // *struct, walked with sub
+	opStructs                   // []struct of size bytes each, walked with sub
+	opStructPtrs                // []*struct, walked with sub
+	opStringMap                 // map[string]string, keys and values
+	opQuantityMap               // map[string]resource.Quantity (a ResourceList), shared whole with Options.Maps
 )
 
 // op is one field of a plan, at off bytes from the struct's start
@@ -291,6 +312,9 @@ func (c *compiler) field(ft reflect.Type, off uintptr, ops []op) []op {
 	case reflect.Map:
 		if ft.Key().Kind() == reflect.String && ft.Elem().Kind() == reflect.String {
 			return append(ops, op{kind: opStringMap, off: off})
+		}
+		if ft.Key().Kind() == reflect.String && ft.Elem() == reflect.TypeFor[resource.Quantity]() {
+			return append(ops, op{kind: opQuantityMap, off: off})
 		}
 	}
 	return ops

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -273,6 +274,47 @@ func TestStringsShares(t *testing.T) {
 			}
 			if got := same(tt.x, tt.y); got != tt.want {
 				t.Errorf("%q shares memory: %v, want %v", tt.x, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestMapsShares: with Options.Maps, pods of one app share their labels,
+// annotations and resource lists, pods of another app do not share their
+// labels, and every pod stays equal to its deep copy; without it no map
+// is shared.
+func TestMapsShares(t *testing.T) {
+	for _, share := range []bool{false, true} {
+		t.Run(fmt.Sprintf("Maps=%v", share), func(t *testing.T) {
+			pods := decodedPods(t, 200)
+			want := make([]*corev1.Pod, len(pods))
+			in := newInterner[*corev1.Pod](t, intern.Options{Maps: share})
+			for i, p := range pods {
+				want[i] = p.DeepCopy()
+				if err := in.Strings(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range pods {
+				if d := cmp.Diff(want[i], pods[i]); d != "" {
+					t.Fatalf("pod %d changed (-want +got):\n%s", i, d)
+				}
+			}
+			a, b, other := pods[0], pods[100], pods[1] // b has a's app, other not
+			ptr := func(m any) uintptr { return reflect.ValueOf(m).Pointer() }
+			for _, c := range []struct {
+				name string
+				x, y any
+				want bool
+			}{
+				{"labels", a.Labels, b.Labels, share},
+				{"annotations", a.Annotations, b.Annotations, share},
+				{"requests", a.Spec.Containers[0].Resources.Requests, b.Spec.Containers[0].Resources.Requests, share},
+				{"labels of another app", a.Labels, other.Labels, false},
+			} {
+				if got := ptr(c.x) == ptr(c.y); got != c.want {
+					t.Errorf("%s: shared %v, want %v", c.name, got, c.want)
+				}
 			}
 		})
 	}
