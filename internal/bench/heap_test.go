@@ -3,13 +3,9 @@ package bench_test
 import (
 	"context"
 	"flag"
-	"fmt"
-	"maps"
 	"os"
 	goruntime "runtime"
 	"runtime/pprof"
-	"slices"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,12 +35,8 @@ func liveHeap() uint64 {
 // set); mf=keep, both keep them (ours with KeepManagedFields, client-go by
 // default). Ours at mf=drop against client-go at mf=keep is the defaults
 // against the defaults. impl=floor is the pods alone: our source's list
-// decoded and its strings shared as our informer shares them, held in a
-// slice with no informer: what any cache of these Go types holds at
-// least, short of sharing maps and slices or decoding fewer fields.
-// impl=floor-shared-maps is the same with equal maps (labels,
-// annotations, a container's requests and limits) shared between the
-// pods as well: what sharing them would save, which no side does.
+// decoded and its strings and maps shared as our informer shares them,
+// held in a slice with no informer: ours less the informer's own cost.
 func BenchmarkHeapPerPod(b *testing.B) {
 	const n = 5000
 	list, err := bench.JSONList("1", bench.Pods(n, bench.PodOptions{ManagedFields: true}))
@@ -54,10 +46,10 @@ func BenchmarkHeapPerPod(b *testing.B) {
 	b.Logf("%d bytes of JSON per pod", len(list)/n)
 	for _, mf := range []string{"drop", "keep"} {
 		set := settings{keepManagedFields: mf == "keep", dropManagedFields: mf == "drop"}
-		for _, impl := range sides("ours", "client-go", "floor", "floor-shared-maps") {
+		for _, impl := range sides("ours", "client-go", "floor") {
 			b.Run("mf="+mf+"/impl="+impl, func(b *testing.B) {
-				if impl != "ours" && impl != "client-go" {
-					heapFloor(b, list, n, set.keepManagedFields, impl == "floor-shared-maps")
+				if impl == "floor" {
+					heapFloor(b, list, n, set.keepManagedFields)
 					return
 				}
 				heapPerPod(b, impl, list, n, set)
@@ -111,10 +103,10 @@ func heapPerPod(b *testing.B, impl string, list []byte, n int, set settings) {
 }
 
 // heapFloor reports the heap per pod of n pods decoded from list by our
-// REST source, their strings shared, held without an informer; with
-// shareMaps, their equal maps shared too.
-func heapFloor(b *testing.B, list []byte, n int, keep, shareMaps bool) {
-	strs, err := intern.New[*corev1.Pod](intern.Options{})
+// REST source, their strings and maps shared as our informer shares
+// them, held without an informer.
+func heapFloor(b *testing.B, list []byte, n int, keep bool) {
+	strs, err := intern.New[*corev1.Pod](intern.Options{Maps: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -130,55 +122,14 @@ func heapFloor(b *testing.B, list []byte, n int, keep, shareMaps bool) {
 		if err != nil || len(l.Items) != n {
 			b.Fatalf("listed %d pods (%v), want %d", len(l.Items), err, n)
 		}
-		maps := mapSharer{}
 		for _, p := range l.Items {
 			if err := strs.Strings(p); err != nil {
 				b.Fatal(err)
 			}
-			if shareMaps {
-				maps.share(p)
-			}
 		}
-		maps = mapSharer{}
 		after := liveHeap()
 		perPod = float64(int64(after)-int64(before)) / float64(n)
 		goruntime.KeepAlive(l)
 	}
 	b.ReportMetric(perPod, "B/pod")
-}
-
-// mapSharer replaces a pod's maps with an equal one seen before.
-type mapSharer struct {
-	strs map[string]map[string]string
-	res  map[string]corev1.ResourceList
-}
-
-func (m *mapSharer) share(p *corev1.Pod) {
-	if m.strs == nil {
-		m.strs, m.res = map[string]map[string]string{}, map[string]corev1.ResourceList{}
-	}
-	for _, f := range []*map[string]string{&p.Labels, &p.Annotations} {
-		*f = canonical(m.strs, *f)
-	}
-	for i := range p.Spec.Containers {
-		r := &p.Spec.Containers[i].Resources
-		r.Requests, r.Limits = canonical(m.res, r.Requests), canonical(m.res, r.Limits)
-	}
-}
-
-// canonical returns the map equal to v that seen holds, adding v if none.
-func canonical[M ~map[K]V, K ~string, V any](seen map[string]M, v M) M {
-	if v == nil {
-		return nil
-	}
-	keys := slices.Sorted(maps.Keys(v))
-	var id strings.Builder
-	for _, k := range keys {
-		fmt.Fprintf(&id, "%q=%v;", k, v[k])
-	}
-	if c, ok := seen[id.String()]; ok {
-		return c
-	}
-	seen[id.String()] = v
-	return v
 }

@@ -122,15 +122,11 @@ func (f floor) value(res *results) (float64, bool) {
 // goroutines costs on the machine, the floor under every pipeline figure,
 // and the floors of the figures that miss their target.
 var floors = []floor{
-	// The pods alone, decoded by our source with their strings shared,
-	// held without an informer: the least a cache of these Go types
-	// holds short of sharing maps and slices or decoding fewer fields.
+	// The pods alone, decoded by our source with their strings and maps
+	// shared as our informer shares them, held without an informer: ours
+	// less the informer's own cost.
 	{name: "floor-heap-per-pod-both-drop", bench: "BenchmarkHeapPerPod/mf=drop/impl=floor", unit: "B/pod"},
 	{name: "floor-heap-per-pod-both-keep", bench: "BenchmarkHeapPerPod/mf=keep/impl=floor", unit: "B/pod"},
-	// The same with equal maps shared between the pods too: what
-	// sharing labels, annotations and resource lists would reach.
-	{name: "floor-heap-per-pod-both-drop-shared-maps", bench: "BenchmarkHeapPerPod/mf=drop/impl=floor-shared-maps", unit: "B/pod"},
-	{name: "floor-heap-per-pod-both-keep-shared-maps", bench: "BenchmarkHeapPerPod/mf=keep/impl=floor-shared-maps", unit: "B/pod"},
 	{name: "floor-goroutine-ping-pong", bench: "BenchmarkHandoff/kind=ping-pong", unit: "ns/op"},
 	{name: "floor-buffered-channel", bench: "BenchmarkHandoff/kind=buffered", unit: "ns/op"},
 	// Two independent decoders, nothing shared: the speed-up from 1 to 2
