@@ -7,7 +7,9 @@
 //   - [FromConfig] needs only a *rest.Config: it finds a built-in T's kind
 //     from its Go package (a CRD's in a scheme, or as given), its resource
 //     with one discovery request, and decodes JSON or protobuf once,
-//     straight into T, without managedFields by default. It serves
+//     straight into T, without managedFields by default; in JSON it lists
+//     item by item too ([ItemLister]), so that a list the server sends
+//     whole is never held whole. It serves
 //     built-in types and CRDs defined as plain Go structs, and links no
 //     API group a program does not use.
 //   - [FromClient] takes any typed clientset client

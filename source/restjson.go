@@ -52,6 +52,17 @@ func (s *restSource[T]) List(ctx context.Context, opts metav1.ListOptions) (List
 	return s.decodeList(rc)
 }
 
+// ListItems decodes the body as it is read (decodeListItems): one item's
+// bytes and one decoded item at a time.
+func (s *restSource[T]) ListItems(ctx context.Context, opts metav1.ListOptions, yield func(T) error) (List[T], error) {
+	rc, err := s.request(opts, s.namespace).Stream(ctx)
+	if err != nil {
+		return List[T]{}, &Error{Phase: PhaseList, Err: err}
+	}
+	defer rc.Close()
+	return s.decodeListItems(rc, yield)
+}
+
 // decodeList decodes a JSON list body read from r. The body is decoded in
 // one pass; only one that is JSON but does not decode into the list of T
 // as a whole is decoded again, item by item (decodeItems), to find the

@@ -30,6 +30,28 @@ type Source[T cache.Object] interface {
 	Watch(ctx context.Context, opts metav1.ListOptions) (Watcher[T], error)
 }
 
+// ItemLister is a [Source] that can also list item by item: ListItems
+// reads a page as List does, but hands over each item as soon as it is
+// decoded, so that a consumer can drop what it does not need before the
+// next one is read: a list, even one the server sends whole, is never
+// held at once, neither as objects nor as bytes. [FromConfig]'s JSON
+// source is one. A consumer asks for it with a type assertion, and lists
+// with List when the source is not one; a source that wraps another
+// offers it only if the wrapped one does.
+type ItemLister[T cache.Object] interface {
+	Source[T]
+	// ListItems lists one page as List does and calls yield with each of
+	// its items, in the page's order, on the caller's goroutine; yield
+	// keeps the object, as it would an item of List. It returns the page
+	// without its Items: ResourceVersion, Continue, ShardInfo and
+	// Undecodable are known only once the page is read. If yield returns
+	// an error, ListItems stops and returns it unwrapped. Any other error
+	// is List's, and means the page failed, even if items were handed
+	// over before the failure was read: they are not a list, and the
+	// caller drops them.
+	ListItems(ctx context.Context, opts metav1.ListOptions, yield func(T) error) (List[T], error)
+}
+
 // List is one page of a list.
 type List[T cache.Object] struct {
 	// Items are the page's objects.

@@ -36,6 +36,8 @@ var wireModes = func() []wireMode {
 		for _, stream := range []bool{false, true} {
 			out = append(out, wireMode{name: fmt.Sprintf("%s/streamingList=%v", o.name, stream), opts: o.opts, stream: stream})
 		}
+		// A server that answers a LIST whole, as a watch cache does.
+		out = append(out, wireMode{name: o.name + "/wholeList", opts: o.opts, whole: true})
 	}
 	return out
 }()
@@ -44,6 +46,7 @@ type wireMode struct {
 	name   string
 	opts   source.RESTOptions
 	stream bool
+	whole  bool // the server answers every LIST whole (podserver.Server.Whole)
 }
 
 // badSet is the names of the pods a podserver sends undecodable.
@@ -73,6 +76,7 @@ func undecodableInformer(t *testing.T, m wireMode, fake *sourcetest.Fake[*corev1
 	t.Helper()
 	srv := podserver.New(t, fake)
 	srv.Undecodable = bad.has
+	srv.Whole = m.whole
 	opts := m.opts
 	opts.Mapper = podserver.Mapper()
 	src, err := source.FromConfig[*corev1.Pod](srv.Config(), opts)

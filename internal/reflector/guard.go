@@ -35,6 +35,31 @@ func (g guarded[T]) Watch(ctx context.Context, opts metav1.ListOptions) (w sourc
 	return guardedWatcher[T]{w}, nil
 }
 
+// itemLister is a guarded source that lists item by item.
+type itemLister[T cache.Object] interface {
+	source.Source[T]
+	listItems(ctx context.Context, opts metav1.ListOptions, yield func(T) error) (source.List[T], error)
+}
+
+// guardedItems is a guarded source.ItemLister.
+type guardedItems[T cache.Object] struct {
+	guarded[T]
+	il source.ItemLister[T]
+}
+
+func (g guardedItems[T]) listItems(ctx context.Context, opts metav1.ListOptions, yield func(T) error) (l source.List[T], err error) {
+	defer recoverAs(source.PhaseList, &err)
+	return g.il.ListItems(ctx, opts, yield)
+}
+
+// guard wraps src; an ItemLister stays one.
+func guard[T cache.Object](src source.Source[T]) source.Source[T] {
+	if il, ok := src.(source.ItemLister[T]); ok {
+		return guardedItems[T]{guarded[T]{src}, il}
+	}
+	return guarded[T]{src}
+}
+
 type guardedWatcher[T cache.Object] struct{ w source.Watcher[T] }
 
 func (g guardedWatcher[T]) Next(ctx context.Context) (ev source.Event[T], err error) {

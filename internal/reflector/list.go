@@ -79,7 +79,7 @@ func (r *Reflector[T]) listPages(ctx context.Context, rv string) (string, error)
 	}
 	first := true
 	for {
-		page, err := r.src.List(ctx, r.request(opts))
+		page, err := r.listPage(ctx, r.request(opts))
 		if err != nil && opts.Continue != "" && (isExpired(err) || apierrors.IsBadRequest(err)) {
 			klog.FromContext(ctx).V(2).Info("continue token refused, listing again without paging", "err", err)
 			r.lists.Add(1)
@@ -129,3 +129,43 @@ func (r *Reflector[T]) pushItems(items []T, bad []*source.UndecodableError) erro
 	}
 	return r.push(ds)
 }
+
+// listPage reads one page of a list. From a source that lists item by
+// item (source.ItemLister), and without a shard (whose filter needs the
+// page's ShardInfo before its items), the page's items are pushed in
+// batches of PageSize as they are decoded, and the page comes back
+// without them: a page the server sends whole, as a watch cache does for
+// a relist, is never held whole, and an unchanged object's new copy
+// becomes garbage as soon as the consumer has compared it with the cached
+// one. Items pushed before a failure are part of an open list that the
+// next ReplaceStart discards.
+func (r *Reflector[T]) listPage(ctx context.Context, opts metav1.ListOptions) (source.List[T], error) {
+	il, ok := r.src.(itemLister[T])
+	if !ok || r.shard.current.Load() != nil {
+		return r.src.List(ctx, opts)
+	}
+	batch := make([]fifo.Delta[T], 0, min(r.opts.PageSize, maxBatch))
+	flush := func() error {
+		err := r.push(batch)
+		clear(batch) // the queue has them: drop this goroutine's references
+		batch = batch[:0]
+		return err
+	}
+	page, err := il.listItems(ctx, opts, func(obj T) error {
+		d, err := r.prepared(fifo.Replaced, obj)
+		if err != nil {
+			return err
+		}
+		if batch = append(batch, d); len(batch) == cap(batch) {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil && len(batch) > 0 {
+		err = flush()
+	}
+	return page, err
+}
+
+// maxBatch bounds the batches listPage pushes, whatever the page size.
+const maxBatch = 1000

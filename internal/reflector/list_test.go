@@ -1,11 +1,15 @@
 package reflector
 
 import (
+	"fmt"
 	"testing"
 	"testing/synctest"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/typedinformer/informer/source"
 )
 
 // Fault 5: pagination. The first list (RV "0") and quorum lists (RV "") are
@@ -150,37 +154,49 @@ func TestPagination(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				h := newHarness(t, opts{NoWatchList: true, PageSize: tt.pageSize})
-				h.src.lists, h.src.watches = tt.lists, tt.watchs
-				h.run()
-				if diff := cmp.Diff(tt.want, h.src.reqs()); diff != "" {
-					t.Fatalf("requests (-want +got):\n%s", diff)
-				}
-				if diff := cmp.Diff(tt.wantOps, h.sink.recorded()); diff != "" {
-					t.Errorf("deltas (-want +got):\n%s", diff)
-				}
-				errs := h.reported()
-				if len(errs) != tt.wantErrs {
-					t.Errorf("Errors delivered %d errors %v, want %d", len(errs), errs, tt.wantErrs)
-				}
-				for _, err := range errs {
-					if !apierrors.IsServiceUnavailable(err) {
-						t.Errorf("reported %v, want only the 503", err)
+		for _, byItem := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/item-by-item=%v", tt.name, byItem), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					var items *itemSource
+					h := newHarnessOf(t, opts{NoWatchList: true, PageSize: tt.pageSize}, func(s *scriptSource) source.Source[*corev1.Pod] {
+						if !byItem {
+							return s
+						}
+						items = &itemSource{scriptSource: s}
+						return items
+					})
+					h.src.lists, h.src.watches = tt.lists, tt.watchs
+					h.run()
+					if diff := cmp.Diff(tt.want, h.src.reqs()); diff != "" {
+						t.Fatalf("requests (-want +got):\n%s", diff)
 					}
-				}
-				calls := h.src.recorded()
-				for _, i := range tt.sameAttempt {
-					h.checkGaps(nil, []int{i + 1})
-				}
-				h.checkGaps(tt.afterBackoff, nil)
-				for i, n := range tt.wantPushed {
-					if calls[i].pushed != n {
-						t.Errorf("%v asked for with %d deltas pushed, want %d", calls[i].req, calls[i].pushed, n)
+					if diff := cmp.Diff(tt.wantOps, h.sink.recorded()); diff != "" {
+						t.Errorf("deltas (-want +got):\n%s", diff)
 					}
-				}
+					errs := h.reported()
+					if len(errs) != tt.wantErrs {
+						t.Errorf("Errors delivered %d errors %v, want %d", len(errs), errs, tt.wantErrs)
+					}
+					for _, err := range errs {
+						if !apierrors.IsServiceUnavailable(err) {
+							t.Errorf("reported %v, want only the 503", err)
+						}
+					}
+					calls := h.src.recorded()
+					for _, i := range tt.sameAttempt {
+						h.checkGaps(nil, []int{i + 1})
+					}
+					h.checkGaps(tt.afterBackoff, nil)
+					for i, n := range tt.wantPushed {
+						if calls[i].pushed != n {
+							t.Errorf("%v asked for with %d deltas pushed, want %d", calls[i].req, calls[i].pushed, n)
+						}
+					}
+					if items != nil && items.lists == 0 {
+						t.Errorf("ListItems was never called")
+					}
+				})
 			})
-		})
+		}
 	}
 }

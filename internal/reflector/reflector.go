@@ -171,7 +171,7 @@ func New[T cache.Object](src source.Source[T], sink Sink[T], opts Options[T]) *R
 		b = *opts.Backoff
 	}
 	r := &Reflector[T]{
-		src: guarded[T]{src}, sink: sink, opts: opts,
+		src: guard(src), sink: sink, opts: opts,
 		backoff:     b,
 		initial:     b,
 		errs:        make(chan error, errorBuffer),

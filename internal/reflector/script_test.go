@@ -543,10 +543,21 @@ type harness struct {
 // newHarness must be called inside the synctest bubble.
 func newHarness(t *testing.T, o opts) *harness {
 	t.Helper()
+	return newHarnessOf(t, o, nil)
+}
+
+// newHarnessOf is newHarness with the reflector's source wrap(h.src), if
+// wrap is not nil.
+func newHarnessOf(t *testing.T, o opts, wrap func(*scriptSource) source.Source[*corev1.Pod]) *harness {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	h := &harness{t: t, ctx: ctx, cancel: cancel, sink: &recSink{t: t}, stop: make(chan struct{}), done: make(chan struct{})}
 	h.src = &scriptSource{t: t, start: time.Now(), cancel: cancel, sink: h.sink}
-	h.r = New(h.src, h.sink, o)
+	var src source.Source[*corev1.Pod] = h.src
+	if wrap != nil {
+		src = wrap(h.src)
+	}
+	h.r = New(src, h.sink, o)
 	go h.readErrors()
 	t.Cleanup(h.stopErrors)
 	return h
