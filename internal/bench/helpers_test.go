@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	goruntime "runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -239,9 +240,10 @@ func handlerFuncs(hit func()) handler.Funcs[*corev1.Pod] {
 	}
 }
 
-// runSide runs f as the sub-benchmark impl=impl, if -bench.impl lets it.
-func runSide(b *testing.B, impl string, f func(b *testing.B)) {
+// runSide runs f as the sub-benchmark impl=impl (under prefix, if
+// given), if -bench.impl lets it.
+func runSide(b *testing.B, impl string, f func(b *testing.B), prefix ...string) {
 	if runs(impl) {
-		b.Run("impl="+impl, f)
+		b.Run(strings.Join(append(prefix, "impl="+impl), "/"), f)
 	}
 }

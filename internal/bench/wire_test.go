@@ -206,28 +206,32 @@ func BenchmarkDecodeSpread(b *testing.B) {
 // client-go's typed clientset stacks for a watch (the JSON framer, the
 // WatchEvent decoder, the object decoder of kubernetes/scheme), on the
 // same bytes and without either side's channel. One op is one event.
+// mf=keep: ours decodes managedFields too, as client-go does (equal
+// work); mf=drop: ours cuts them from the bytes first, its default.
 func BenchmarkDecodeWatchEvent(b *testing.B) {
 	data, contentType := wireStream(b, "json")
-	runSide(b, "ours", func(b *testing.B) {
-		replay := &bench.Replay{List: emptyList, Watch: data, WatchType: contentType, Repeat: (b.N + streamEvents - 1) / streamEvents}
-		src, err := source.FromConfig[*corev1.Pod](replay.Config(false), source.RESTOptions{Mapper: bench.Mapper()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ctx := context.Background()
-		w, err := src.Watch(ctx, metav1.ListOptions{ResourceVersion: "1"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer w.Stop()
-		b.ReportAllocs()
-		b.ResetTimer()
-		for range b.N {
-			if ev, err := w.Next(ctx); err != nil || ev.Object == nil {
+	for _, mf := range []string{"keep", "drop"} {
+		runSide(b, "ours", func(b *testing.B) {
+			replay := &bench.Replay{List: emptyList, Watch: data, WatchType: contentType, Repeat: (b.N + streamEvents - 1) / streamEvents}
+			src, err := source.FromConfig[*corev1.Pod](replay.Config(false), source.RESTOptions{Mapper: bench.Mapper(), KeepManagedFields: mf == "keep"})
+			if err != nil {
 				b.Fatal(err)
 			}
-		}
-	})
+			ctx := context.Background()
+			w, err := src.Watch(ctx, metav1.ListOptions{ResourceVersion: "1"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer w.Stop()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if ev, err := w.Next(ctx); err != nil || ev.Object == nil {
+					b.Fatal(err)
+				}
+			}
+		}, "mf="+mf)
+	}
 	runSide(b, "client-go", func(b *testing.B) {
 		neg := runtime.NewClientNegotiator(clientgoscheme.Codecs.WithoutConversion(), schema.GroupVersion{Version: "v1"})
 		objDec, streamDec, framer, err := neg.StreamDecoder(runtime.ContentTypeJSON, nil)
@@ -245,5 +249,5 @@ func BenchmarkDecodeWatchEvent(b *testing.B) {
 				b.Fatalf("decoded a %T", obj)
 			}
 		}
-	})
+	}, "mf=keep") // client-go decodes them; its transform would drop them after
 }
