@@ -105,11 +105,11 @@ func (t *table[T]) each(f func(Key, slot[T]) bool) {
 // so that a query computes its masks once for any store.
 var bloomSeed = maphash.MakeSeed()
 
-// bloomOf summarizes labels in 64 bits: for each label, the two bits of
+// bloomOf summarizes labels in 64 bits: for each label, the three bits of
 // pairMask(key, value). An object whose bloom lacks a bit of
 // pairMask(k, v) does not have label k=v; one that has them all most
-// likely has it (with 3 labels, 10 of 64 bits are set and one pair in 40
-// or so that is not there seems to be).
+// likely has it: with 5 labels at most 15 bits are set, and a pair that is
+// not there seems to be about once in 80.
 func bloomOf(labels map[string]string) uint64 {
 	var b uint64
 	for k, v := range labels {
@@ -118,9 +118,10 @@ func bloomOf(labels map[string]string) uint64 {
 	return b
 }
 
-// pairMask returns the bits of label k=v in a bloomOf: never zero.
+// pairMask returns the bits of label k=v in a bloomOf: never zero. Three
+// bits suit the few labels (3 to 10) objects usually have.
 func pairMask(k, v string) uint64 {
 	h := maphash.String(bloomSeed, k)*0x9e3779b97f4a7c15 ^ maphash.String(bloomSeed, v)
 	h ^= h >> 29
-	return 1<<(h&63) | 1<<(h>>6&63)
+	return 1<<(h&63) | 1<<(h>>6&63) | 1<<(h>>12&63)
 }
