@@ -229,12 +229,12 @@ func (a *applier[T]) flush() {
 				}
 				// old: what the handler holds, for CoalesceByKey (a Delete then
 				// an Add of the same object is an Update from it).
-				a.note(notification[T]{kind: notifyDelete, key: c.Key, obj: obj, old: c.Prev, fsu: fsu})
+				a.note(notification[T]{kind: notifyDelete, obj: obj, old: c.Prev, fsu: fsu})
 			}
 		case c.Existed:
 			a.noteUpdate(c.Key, c.Prev, c.Object, false)
 		default:
-			a.note(notification[T]{kind: notifyAdd, key: c.Key, obj: c.Object})
+			a.note(notification[T]{kind: notifyAdd, obj: c.Object})
 		}
 	}
 	a.changes = shrink(a.changes)
@@ -279,12 +279,12 @@ func (a *applier[T]) applyList() {
 		switch {
 		case i < deletions:
 			if c.Existed {
-				a.note(notification[T]{kind: notifyDelete, key: c.Key, obj: c.Prev, fsu: true})
+				a.note(notification[T]{kind: notifyDelete, obj: c.Prev, fsu: true})
 			}
 		case c.Existed:
 			a.noteUpdate(c.Key, c.Prev, c.Object, first)
 		default:
-			a.note(notification[T]{kind: notifyAdd, key: c.Key, obj: c.Object, initial: first})
+			a.note(notification[T]{kind: notifyAdd, obj: c.Object, initial: first})
 		}
 	}
 	a.changes = shrink(a.changes)
@@ -304,18 +304,18 @@ func (a *applier[T]) applyList() {
 // watch was down), a Delete of the old one and an Add of the new one.
 func (a *applier[T]) noteUpdate(k cache.Key, old, cur T, initial bool) {
 	if o, c := old.GetUID(), cur.GetUID(); o != "" && c != "" && o != c {
-		a.note(notification[T]{kind: notifyDelete, key: k, obj: old, fsu: true})
-		a.note(notification[T]{kind: notifyAdd, key: k, obj: cur, initial: initial})
+		a.note(notification[T]{kind: notifyDelete, obj: old, fsu: true})
+		a.note(notification[T]{kind: notifyAdd, obj: cur, initial: initial})
 		return
 	}
-	a.note(notification[T]{kind: notifyUpdate, key: k, old: old, obj: cur})
+	a.note(notification[T]{kind: notifyUpdate, old: old, obj: cur})
 }
 
 // resync gives every handler OnUpdate(obj, obj) for every cached object.
 func (a *applier[T]) resync() {
 	objs, rev := a.inf.store.Snapshot()
 	for _, obj := range objs {
-		a.note(notification[T]{kind: notifyUpdate, key: cache.KeyOf(obj), old: obj, obj: obj})
+		a.note(notification[T]{kind: notifyUpdate, old: obj, obj: obj})
 	}
 	a.dispatch(rev, false)
 }

@@ -92,9 +92,9 @@ func (l *listener[T]) addLocked(n notification[T]) {
 		l.depth.Add(1)
 		return
 	}
-	i, ok := l.pending[n.key]
+	i, ok := l.pending[n.key()]
 	if !ok {
-		l.pending[n.key] = len(l.buf)
+		l.pending[n.key()] = len(l.buf)
 		l.buf = append(l.buf, n)
 		l.depth.Add(1)
 		return
@@ -109,7 +109,7 @@ func (l *listener[T]) addLocked(n notification[T]) {
 		l.depth.Add(-1)
 	case cancelled:
 		l.buf[i] = notification[T]{}
-		delete(l.pending, n.key)
+		delete(l.pending, n.key())
 		l.merged.Add(2)
 		l.depth.Add(-1)
 		l.dead++
@@ -130,7 +130,7 @@ func merge[T cache.Object](p *notification[T], n notification[T]) mergeResult {
 		case notifyReplace:
 			// The new object was never delivered: only the Delete of
 			// the one the handler holds is left.
-			*p = notification[T]{kind: notifyDelete, key: n.key, fsu: p.fsu, moved: p.moved, obj: p.old}
+			*p = notification[T]{kind: notifyDelete, fsu: p.fsu, moved: p.moved, obj: p.old}
 			return unpaired
 		}
 		had := n.old // the cached object the Delete removed
@@ -145,7 +145,7 @@ func merge[T cache.Object](p *notification[T], n notification[T]) mergeResult {
 			if o, c := p.obj.GetUID(), n.obj.GetUID(); o != "" && c != "" && o != c {
 				// Another object under the name: the handler hears the
 				// Delete, then the Add.
-				*p = notification[T]{kind: notifyReplace, key: n.key, fsu: p.fsu, moved: p.moved, old: p.obj, obj: n.obj, initial: n.initial}
+				*p = notification[T]{kind: notifyReplace, fsu: p.fsu, moved: p.moved, old: p.obj, obj: n.obj, initial: n.initial}
 				return split
 			}
 			// Gone and back: an Update from what the handler holds.
@@ -153,7 +153,7 @@ func merge[T cache.Object](p *notification[T], n notification[T]) mergeResult {
 			if had == zero {
 				had = p.obj
 			}
-			*p = notification[T]{kind: notifyUpdate, key: n.key, old: had, obj: n.obj}
+			*p = notification[T]{kind: notifyUpdate, old: had, obj: n.obj}
 			return merged
 		}
 		p.obj = n.obj // after an Add, Update or a pair: the newer object
@@ -177,7 +177,7 @@ func (l *listener[T]) compactLocked() {
 	for _, n := range l.buf[l.head:] {
 		if n.kind != 0 {
 			if n.kind != notifySynced {
-				l.pending[n.key] = len(out)
+				l.pending[n.key()] = len(out)
 			}
 			out = append(out, n)
 		}
@@ -211,13 +211,13 @@ func (l *listener[T]) runCoalesced() {
 		n := l.buf[l.head]
 		if n.kind == notifyReplace {
 			// The Delete now; the Add stays pending and keeps merging.
-			l.buf[l.head] = notification[T]{kind: notifyAdd, key: n.key, obj: n.obj, initial: n.initial}
-			n = notification[T]{kind: notifyDelete, key: n.key, obj: n.old, fsu: n.fsu, moved: n.moved}
+			l.buf[l.head] = notification[T]{kind: notifyAdd, obj: n.obj, initial: n.initial}
+			n = notification[T]{kind: notifyDelete, obj: n.old, fsu: n.fsu, moved: n.moved}
 		} else {
 			l.buf[l.head] = notification[T]{}
 			l.head++
 			if n.kind != notifySynced {
-				delete(l.pending, n.key)
+				delete(l.pending, n.key())
 			}
 		}
 		l.mu.Unlock()

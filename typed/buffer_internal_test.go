@@ -20,15 +20,14 @@ func TestCoalesceMerges(t *testing.T) {
 	p := func(rv string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", ResourceVersion: rv}}
 	}
-	k := cache.Key{Namespace: "ns", Name: "a"}
 	add := func(rv string, initial bool) notification[*corev1.Pod] {
-		return notification[*corev1.Pod]{kind: notifyAdd, initial: initial, key: k, obj: p(rv)}
+		return notification[*corev1.Pod]{kind: notifyAdd, initial: initial, obj: p(rv)}
 	}
 	upd := func(old, cur string) notification[*corev1.Pod] {
-		return notification[*corev1.Pod]{kind: notifyUpdate, key: k, old: p(old), obj: p(cur)}
+		return notification[*corev1.Pod]{kind: notifyUpdate, old: p(old), obj: p(cur)}
 	}
 	del := func(rv string, fsu bool) notification[*corev1.Pod] {
-		return notification[*corev1.Pod]{kind: notifyDelete, fsu: fsu, key: k, obj: p(rv)}
+		return notification[*corev1.Pod]{kind: notifyDelete, fsu: fsu, obj: p(rv)}
 	}
 	// Objects with a UID: the rv is "<uid>/<rv>".
 	pu := func(uid, rv string) *corev1.Pod {
@@ -37,14 +36,14 @@ func TestCoalesceMerges(t *testing.T) {
 		return o
 	}
 	addU := func(uid, rv string) notification[*corev1.Pod] {
-		return notification[*corev1.Pod]{kind: notifyAdd, key: k, obj: pu(uid, rv)}
+		return notification[*corev1.Pod]{kind: notifyAdd, obj: pu(uid, rv)}
 	}
 	updU := func(uid, old, cur string) notification[*corev1.Pod] {
-		return notification[*corev1.Pod]{kind: notifyUpdate, key: k, old: pu(uid, old), obj: pu(uid, cur)}
+		return notification[*corev1.Pod]{kind: notifyUpdate, old: pu(uid, old), obj: pu(uid, cur)}
 	}
 	// delU: a Delete of uid at rv, of the cached object at had.
 	delU := func(uid, rv, had string) notification[*corev1.Pod] {
-		return notification[*corev1.Pod]{kind: notifyDelete, key: k, obj: pu(uid, rv), old: pu(uid, had)}
+		return notification[*corev1.Pod]{kind: notifyDelete, obj: pu(uid, rv), old: pu(uid, had)}
 	}
 	for _, tc := range []struct {
 		name   string
@@ -135,8 +134,8 @@ func TestCoalesceCompacts(t *testing.T) {
 		k := cache.Key{Namespace: "ns", Name: fmt.Sprint("p", i)}
 		o := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}
 		l.push(nil, []notification[*corev1.Pod]{
-			{kind: notifyAdd, key: k, obj: o},
-			{kind: notifyDelete, key: k, obj: o},
+			{kind: notifyAdd, obj: o},
+			{kind: notifyDelete, obj: o},
 		}, 0, false)
 	}
 	if len(l.buf) > 200 {
@@ -152,7 +151,7 @@ func TestCoalesceCompacts(t *testing.T) {
 // RemoveHandler waits for a stalled handler's buffer.
 func TestBlockedPushEnds(t *testing.T) {
 	o := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}
-	n := []notification[*corev1.Pod]{{kind: notifyAdd, key: cache.KeyOf(o), obj: o}}
+	n := []notification[*corev1.Pod]{{kind: notifyAdd, obj: o}}
 	for _, how := range []string{"run ends", "listener stops"} {
 		t.Run(how, func(t *testing.T) {
 			l := newListener[*corev1.Pod](handler.Funcs[*corev1.Pod]{}, "test", func(error) {}, HandlerOptions{Buffer: Block, Size: 1})

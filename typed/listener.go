@@ -23,15 +23,27 @@ const (
 )
 
 // notification is one pending handler call, stored by value: queuing it
-// allocates nothing once the buffers have grown.
+// allocates nothing once the buffers have grown. It is small (24 bytes
+// for a pointer T), as a lagging handler's backlog holds one per change:
+// the key is not kept but read from the object, which every notification
+// but the sync marker has.
 type notification[T cache.Object] struct {
 	kind    notifyKind
 	initial bool // an Add of the initial list
 	fsu     bool // Delete with final state unknown
 	moved   bool // Delete of an object moved out of the informer's shard (move.go)
-	key     cache.Key
 	old     T
 	obj     T
+}
+
+// key is the cache key of the notification's object (none for the sync
+// marker).
+func (n *notification[T]) key() cache.Key {
+	var zero T
+	if n.obj == zero {
+		return cache.Key{}
+	}
+	return cache.KeyOf(n.obj)
 }
 
 // pushed is a batch that arrived before the listener's snapshot was taken.
@@ -105,7 +117,7 @@ func (l *listener[T]) start(objs []T, rev, listed uint64) {
 	l.mu.Lock()
 	l.initRev = rev
 	for _, obj := range objs {
-		l.addLocked(notification[T]{kind: notifyAdd, initial: true, key: cache.KeyOf(obj), obj: obj})
+		l.addLocked(notification[T]{kind: notifyAdd, initial: true, obj: obj})
 	}
 	if listed != 0 && listed <= rev {
 		l.markLocked()
@@ -253,7 +265,7 @@ func (l *listener[T]) call(n *notification[T]) {
 	case notifyUpdate:
 		l.h.OnUpdate(n.old, n.obj)
 	case notifyDelete:
-		l.h.OnDelete(handler.Deleted[T]{Object: n.obj, Key: n.key, FinalStateUnknown: n.fsu, MovedOut: n.moved})
+		l.h.OnDelete(handler.Deleted[T]{Object: n.obj, Key: n.key(), FinalStateUnknown: n.fsu, MovedOut: n.moved})
 	}
 }
 

@@ -33,7 +33,7 @@ func render(l *listener[*corev1.Pod]) string {
 		case notifyUpdate:
 			out = append(out, "~"+n.obj.Name)
 		case notifyDelete:
-			out = append(out, "-"+n.key.Name)
+			out = append(out, "-"+n.key().Name)
 		case notifySynced:
 			out = append(out, "synced")
 		}

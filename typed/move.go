@@ -227,7 +227,7 @@ func (a *applier[T]) moveOut() {
 			c := &a.changes[i]
 			a.release(c.Key)
 			if c.Existed {
-				a.note(notification[T]{kind: notifyDelete, key: c.Key, obj: c.Prev, moved: true})
+				a.note(notification[T]{kind: notifyDelete, obj: c.Prev, moved: true})
 			}
 		}
 		a.changes = shrink(a.changes)
