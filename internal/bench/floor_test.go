@@ -4,8 +4,9 @@ import "testing"
 
 // BenchmarkHandoff measures the floor under any pipeline that moves an
 // event between goroutines on this machine: one op is one round trip of a
-// value between two goroutines over unbuffered channels (ping-pong), or
-// one value through a buffered channel from a producer to a consumer.
+// value between two goroutines over unbuffered channels (ping-pong: two
+// hand-offs, one each way), or one value through a buffered channel from
+// a producer to a consumer (a hand-off amortised over a stream).
 func BenchmarkHandoff(b *testing.B) {
 	if !runs("") {
 		return

@@ -131,7 +131,9 @@ var floors = []floor{
 	// less the informer's own cost.
 	{name: "floor-heap-per-pod-both-drop", bench: "BenchmarkHeapPerPod/mf=drop/impl=floor", unit: "B/pod"},
 	{name: "floor-heap-per-pod-both-keep", bench: "BenchmarkHeapPerPod/mf=keep/impl=floor", unit: "B/pod"},
-	{name: "floor-goroutine-ping-pong", bench: "BenchmarkHandoff/kind=ping-pong", unit: "ns/op"},
+	// A round trip: two hand-offs, one each way, between two goroutines
+	// over unbuffered channels.
+	{name: "floor-goroutine-round-trip", bench: "BenchmarkHandoff/kind=ping-pong", unit: "ns/op"},
 	{name: "floor-buffered-channel", bench: "BenchmarkHandoff/kind=buffered", unit: "ns/op"},
 	// Two independent decoders, nothing shared: the speed-up from 1 to 2
 	// procs that the machine gives decoding at the time, the ceiling

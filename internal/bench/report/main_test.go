@@ -113,7 +113,7 @@ BenchmarkDecodeSpread/procs=2-2    100  1 ns/op  1800 events/s
 			got[f.name] = f.label() + "=" + format(v)
 		}
 	}
-	want := map[string]string{"floor-goroutine-ping-pong": "ns/op=250", "ceiling-decode-spread-speedup": "speedup=1.8"}
+	want := map[string]string{"floor-goroutine-round-trip": "ns/op=250", "ceiling-decode-spread-speedup": "speedup=1.8"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("floors (-want +got):\n%s", diff)
 	}
