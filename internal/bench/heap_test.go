@@ -28,7 +28,9 @@ func liveHeap() uint64 {
 
 // BenchmarkHeapPerPod reports the heap an informer holds per cached pod
 // for pods as the API server sends them: a JSON list of 5,000 pods with
-// managedFields, decoded by each side's own client from the same bytes.
+// managedFields, decoded by each side's own client from the same bytes,
+// labelled as a Deployment's pods are (one label set per ReplicaSet of
+// 20) or a StatefulSet's (one per pod).
 // The bytes are in the baseline, so the figure is the decoded object plus
 // the informer's overhead. At equal settings: mf=drop, both drop
 // managedFields (ours by default, client-go with the transform its users
@@ -39,21 +41,26 @@ func liveHeap() uint64 {
 // held in a slice with no informer: ours less the informer's own cost.
 func BenchmarkHeapPerPod(b *testing.B) {
 	const n = 5000
-	list, err := bench.JSONList("1", bench.Pods(n, bench.PodOptions{ManagedFields: true}))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("%d bytes of JSON per pod", len(list)/n)
-	for _, mf := range []string{"drop", "keep"} {
-		set := settings{keepManagedFields: mf == "keep", dropManagedFields: mf == "drop"}
-		for _, impl := range sides("ours", "client-go", "floor") {
-			b.Run("mf="+mf+"/impl="+impl, func(b *testing.B) {
-				if impl == "floor" {
-					heapFloor(b, list, n, set.keepManagedFields)
-					return
-				}
-				heapPerPod(b, impl, list, n, set)
-			})
+	for _, layout := range []bench.Labels{bench.LabelsDeployment, bench.LabelsStatefulSet} {
+		pods := bench.Pods(n, bench.PodOptions{ManagedFields: true, Labels: layout})
+		sets := bench.LabelSets(pods)
+		list, err := bench.JSONList("1", pods)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("%s: %d bytes of JSON per pod, %d label sets", layout, len(list)/n, sets)
+		for _, mf := range []string{"drop", "keep"} {
+			set := settings{keepManagedFields: mf == "keep", dropManagedFields: mf == "drop"}
+			for _, impl := range sides("ours", "client-go", "floor") {
+				b.Run("labels="+layout.String()+"/mf="+mf+"/impl="+impl, func(b *testing.B) {
+					if impl == "floor" {
+						heapFloor(b, list, n, set.keepManagedFields)
+					} else {
+						heapPerPod(b, impl, list, n, set)
+					}
+					b.ReportMetric(float64(sets), "label-sets")
+				})
+			}
 		}
 	}
 }

@@ -62,11 +62,13 @@ var figures = []figure{
 	{name: "initial-sync-100k-stream-allocs", bench: "BenchmarkInitialSync/pods=100k/mode=stream", unit: "allocs/pod", kind: cost, target: 0.1},
 	{name: "relist-100k-stream-peak-heap", bench: "BenchmarkRelistPeakHeap/pods=100k/mode=stream", unit: "peak/steady", kind: absolute, target: 1.2},
 	{name: "relist-100k-list-peak-heap", bench: "BenchmarkRelistPeakHeap/pods=100k/mode=list", unit: "peak/steady", kind: absolute, target: 1.2},
-	{name: "heap-per-pod-both-drop", bench: "BenchmarkHeapPerPod/mf=drop", unit: "B/pod", kind: cost, target: 0.65,
+	{name: "heap-per-pod-both-drop", bench: "BenchmarkHeapPerPod/labels=deployment/mf=drop", unit: "B/pod", kind: cost, target: 0.65, extra: "label-sets",
 		setting: "both drop managedFields (client-go: SetTransform)"},
-	{name: "heap-per-pod-both-keep", bench: "BenchmarkHeapPerPod/mf=keep", unit: "B/pod", kind: cost, target: 0.7,
+	{name: "heap-per-pod-both-keep", bench: "BenchmarkHeapPerPod/labels=deployment/mf=keep", unit: "B/pod", kind: cost, target: 0.7, extra: "label-sets",
 		setting: "both keep managedFields (ours: KeepManagedFields)"},
-	{name: "heap-per-pod-defaults", bench: "BenchmarkHeapPerPod/mf=drop", theirs: "BenchmarkHeapPerPod/mf=keep", unit: "B/pod", kind: cost,
+	{name: "heap-per-pod-statefulset-both-drop", bench: "BenchmarkHeapPerPod/labels=statefulset/mf=drop", unit: "B/pod", kind: cost, extra: "label-sets",
+		setting: "both drop managedFields (client-go: SetTransform); a label set per pod"},
+	{name: "heap-per-pod-defaults", bench: "BenchmarkHeapPerPod/labels=deployment/mf=drop", theirs: "BenchmarkHeapPerPod/labels=deployment/mf=keep", unit: "B/pod", kind: cost,
 		setting: "defaults vs defaults: ours drops managedFields, client-go keeps them"},
 	{name: "decode-json-watch-event", bench: "BenchmarkDecodeWatchEvent/mf=keep", unit: "ns/op", kind: cost, target: 0.35,
 		setting: "the decoder alone, both decoding managedFields"},
@@ -129,8 +131,8 @@ var floors = []floor{
 	// The pods alone, decoded by our source with their strings and maps
 	// shared as our informer shares them, held without an informer: ours
 	// less the informer's own cost.
-	{name: "floor-heap-per-pod-both-drop", bench: "BenchmarkHeapPerPod/mf=drop/impl=floor", unit: "B/pod"},
-	{name: "floor-heap-per-pod-both-keep", bench: "BenchmarkHeapPerPod/mf=keep/impl=floor", unit: "B/pod"},
+	{name: "floor-heap-per-pod-both-drop", bench: "BenchmarkHeapPerPod/labels=deployment/mf=drop/impl=floor", unit: "B/pod"},
+	{name: "floor-heap-per-pod-both-keep", bench: "BenchmarkHeapPerPod/labels=deployment/mf=keep/impl=floor", unit: "B/pod"},
 	// A round trip: two hand-offs, one each way, between two goroutines
 	// over unbuffered channels.
 	{name: "floor-goroutine-round-trip", bench: "BenchmarkHandoff/kind=ping-pong", unit: "ns/op"},

@@ -168,9 +168,9 @@ func TestRun(t *testing.T) {
 // another of client-go's, and the settings are printed with the line.
 func TestDefaultsRow(t *testing.T) {
 	r := newResults()
-	in := `BenchmarkHeapPerPod/mf=drop/impl=ours-2       1  1 ns/op  6000 B/pod
-BenchmarkHeapPerPod/mf=drop/impl=client-go-2  1  1 ns/op  8000 B/pod
-BenchmarkHeapPerPod/mf=keep/impl=client-go-2  1  1 ns/op  12000 B/pod
+	in := `BenchmarkHeapPerPod/labels=deployment/mf=drop/impl=ours-2       1  1 ns/op  6000 B/pod
+BenchmarkHeapPerPod/labels=deployment/mf=drop/impl=client-go-2  1  1 ns/op  8000 B/pod
+BenchmarkHeapPerPod/labels=deployment/mf=keep/impl=client-go-2  1  1 ns/op  12000 B/pod
 `
 	if err := r.parse(strings.NewReader(in)); err != nil {
 		t.Fatal(err)
