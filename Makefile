@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all demo test test-unit test-integration bench bench-all soak fmt lint vet cluster-bin chromium demo-cluster clean demo-shards
+.PHONY: all demo test test-unit test-integration bench bench-real bench-all soak fmt lint vet cluster-bin chromium demo-cluster clean demo-shards
 
 all: lint test
 
@@ -26,6 +26,15 @@ test-integration: cluster-bin
 COUNT ?= 5
 bench:
 	COUNT=$(COUNT) GO=$(GO) bash hack/bench.sh
+
+## bench-real: the real-server benchmarks (BenchmarkRealServer*), ours and
+## client-go against one local kube-apiserver + etcd seeded with PODS pods,
+## ROUNDS rounds of one process per side, the order alternating; appends
+## the raw output to docs/benchmarks-real.txt.
+ROUNDS ?= 3
+PODS ?= 10000
+bench-real:
+	ROUNDS=$(ROUNDS) PODS=$(PODS) GO=$(GO) bash hack/bench-real.sh
 
 ## bench-all: every benchmark of every package, once.
 bench-all:
