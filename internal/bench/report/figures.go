@@ -45,6 +45,13 @@ const (
 	mfDrop = "both drop managedFields (client-go: SetTransform)"
 )
 
+// The label layouts of the lister rows (internal/bench fixture.go).
+const (
+	lDeploy = "a Deployment's pods: a label set per ReplicaSet of 20"
+	lSTS    = "a StatefulSet's pods: a label set per pod"
+	lIndex  = "ours: a label index on app; client-go: an Indexer on app, ByIndex"
+)
+
 // figures are the report's lines, in order.
 var figures = []figure{
 	{name: "watch-1-handler", bench: "BenchmarkWatch/handlers=1", unit: "events/s", kind: throughput, target: 5, worst: true},
@@ -87,10 +94,22 @@ var figures = []figure{
 	{name: "wire-json-parallel-procs-1", bench: "BenchmarkWireParallel/procs=1", unit: "events/s", kind: throughput, setting: mfDrop},
 	{name: "wire-json-parallel-procs-2", bench: "BenchmarkWireParallel/procs=2", unit: "events/s", kind: throughput, setting: mfDrop},
 	{name: "wire-json-parallel-speedup", bench: "BenchmarkWireParallel/procs=1", alt: "BenchmarkWireParallel/procs=2", unit: "events/s", kind: speedup, target: 1.6},
-	{name: "list-all-namespaces-scan", bench: "BenchmarkLister/query=list-all", unit: "ns/op", kind: cost, target: 0.5},
-	{name: "list-all-namespaces-label-index", bench: "BenchmarkLister/query=list-all-label-index", unit: "ns/op", kind: cost, target: 0.05},
-	{name: "list-namespace", bench: "BenchmarkLister/query=list-namespace", unit: "ns/op", kind: cost, target: 0.5},
-	{name: "get", bench: "BenchmarkLister/query=get", unit: "ns/op", kind: cost, target: 1.0},
+	{name: "list-all-scan-deployment", bench: "BenchmarkLister/labels=deployment/query=list-all", unit: "ns/op", kind: cost, target: 0.5, extra: "label-sets",
+		setting: lDeploy},
+	{name: "list-all-scan-statefulset", bench: "BenchmarkLister/labels=statefulset/query=list-all", unit: "ns/op", kind: cost, target: 0.5, extra: "label-sets",
+		setting: lSTS},
+	{name: "list-all-scan-friendly", bench: "BenchmarkLister/labels=friendly/query=list-all", unit: "ns/op", kind: cost, extra: "label-sets",
+		setting: "a friendly layout: 10 label sets over 10k pods"},
+	{name: "list-all-label-index-deployment", bench: "BenchmarkLister/labels=deployment/query=list-all-label-index", unit: "ns/op", kind: cost, target: 0.5, extra: "label-sets",
+		setting: lIndex + "; " + lDeploy},
+	{name: "list-all-label-index-statefulset", bench: "BenchmarkLister/labels=statefulset/query=list-all-label-index", unit: "ns/op", kind: cost, target: 0.5, extra: "label-sets",
+		setting: lIndex + "; " + lSTS},
+	{name: "list-namespace-deployment", bench: "BenchmarkLister/labels=deployment/query=list-namespace", unit: "ns/op", kind: cost, target: 0.5, extra: "label-sets",
+		setting: lDeploy},
+	{name: "list-namespace-statefulset", bench: "BenchmarkLister/labels=statefulset/query=list-namespace", unit: "ns/op", kind: cost, target: 0.5, extra: "label-sets",
+		setting: lSTS},
+	{name: "get-deployment", bench: "BenchmarkLister/labels=deployment/query=get", unit: "ns/op", kind: cost, target: 1.0, setting: lDeploy},
+	{name: "get-statefulset", bench: "BenchmarkLister/labels=statefulset/query=get", unit: "ns/op", kind: cost, target: 1.0, setting: lSTS},
 }
 
 // floor is an information line: a bound under (or, for a speed-up, over)
@@ -128,6 +147,9 @@ func (f floor) value(res *results) (float64, bool) {
 // goroutines costs on the machine, the floor under every pipeline figure,
 // and the floors of the figures that miss their target.
 var floors = []floor{
+	// A plain loop over the cached pods matching one label, nothing
+	// else: what a scan without an index or a summary costs.
+	{name: "floor-list-all-scan-statefulset", bench: "BenchmarkLister/labels=statefulset/query=list-all/impl=floor", unit: "ns/op"},
 	// The pods alone, decoded by our source with their strings and maps
 	// shared as our informer shares them, held without an informer: ours
 	// less the informer's own cost.
