@@ -31,10 +31,11 @@ import (
 const streamEvents = 1000
 
 // wireStream returns a watch stream of streamEvents MODIFIED events of
-// pods as the API server sends them (with managedFields), in format.
+// pods as the API server sends them (with managedFields, labelled as a
+// Deployment's), in format.
 func wireStream(b *testing.B, format string) (data []byte, contentType string) {
 	b.Helper()
-	pods := bench.Pods(streamEvents, bench.PodOptions{ManagedFields: true})
+	pods := bench.Pods(streamEvents, bench.PodOptions{ManagedFields: true, Labels: bench.LabelsDeployment})
 	var err error
 	if format == "protobuf" {
 		data, err = bench.ProtobufWatchStream(watch.Modified, pods)
