@@ -82,12 +82,13 @@ func realServerOf(b *testing.B) *realServer {
 	return srv
 }
 
-// config is a client config for one informer: protobuf on the wire or
-// JSON, as client-go's users ask for protobuf (ContentType, with JSON
-// accepted for the types that have no protobuf encoding), with gate, if
-// not nil, between the client and the server.
+// config is a client config for one informer, protobuf or JSON on the
+// wire, with gate, if not nil, between the client and the server. The
+// content type is set either way: client-go's typed clients ask for
+// protobuf when it is not (ours asks for what RESTOptions.Protobuf says).
 func (s *realServer) config(protobuf bool, gate *watchGate) *rest.Config {
 	cfg := rest.CopyConfig(s.cfg)
+	cfg.ContentType = runtime.ContentTypeJSON
 	if protobuf {
 		cfg.ContentType = runtime.ContentTypeProtobuf
 		cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
@@ -213,7 +214,8 @@ func awaitSync(b *testing.B, r *realRunning, done <-chan struct{}, n int) {
 // the synced informer holds, and B/pod that settled heap per pod, both
 // over the heap before the informer started. At equal settings: client-go
 // gets the managedFields-dropping transform its users set, since ours
-// drops them by default.
+// drops them by default, and both are told the format (client-go's typed
+// clients default to protobuf, ours to JSON).
 func BenchmarkRealServerSync(b *testing.B) {
 	srv := realServerOf(b)
 	for _, format := range []string{"json", "protobuf"} {
