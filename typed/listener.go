@@ -201,6 +201,11 @@ func (l *listener[T]) shutdown() {
 	l.stopOnce.Do(func() { close(l.stop) })
 }
 
+// pendingStep is how many calls a listener makes before it brings its
+// pending count down: Registration.Pending may count up to pendingStep-1
+// notifications already handled, until the batch ends.
+const pendingStep = 64
+
 // run calls the handler for every notification until shutdown.
 func (l *listener[T]) run() {
 	if l.pending != nil {
@@ -217,8 +222,13 @@ func (l *listener[T]) run() {
 		case l.room <- struct{}{}:
 		default:
 		}
+		// handled counts the calls not yet taken off depth: Pending is
+		// brought down every pendingStep calls and at the batch's end, not
+		// with an atomic write per call.
+		handled := int64(0)
 		for i := range batch {
 			if l.removed.Load() {
+				l.depth.Add(-handled)
 				return
 			}
 			n := &batch[i]
@@ -229,13 +239,15 @@ func (l *listener[T]) run() {
 				close(l.synced)
 				continue
 			}
-			if !l.admits(n) {
-				l.depth.Add(-1)
-				continue
+			if l.admits(n) {
+				l.call(n)
 			}
-			l.call(n)
-			l.depth.Add(-1)
+			if handled++; handled == pendingStep {
+				l.depth.Add(-handled)
+				handled = 0
+			}
 		}
+		l.depth.Add(-handled)
 		l.mu.Lock()
 		l.spare = reuse(batch, len(l.buf))
 		empty := len(l.buf) == 0

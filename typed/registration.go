@@ -39,7 +39,9 @@ func (r *Registration) WaitForSync(ctx context.Context) error { return r.l.waitF
 func (r *Registration) Synced() <-chan struct{} { return r.l.syncedChan() }
 
 // Pending is the number of notifications queued for the handler and not yet
-// handled: how far behind it is.
+// handled: how far behind it is. While the handler works through a batch
+// it may count up to 63 notifications of that batch already handled; it
+// is exact between batches.
 func (r *Registration) Pending() int64 { return r.l.pending() }
 
 // Merged is the number of notifications a CoalesceByKey buffer merged into
