@@ -67,8 +67,24 @@ var figures = []figure{
 	{name: "initial-sync-100k-list-allocs", bench: "BenchmarkInitialSync/pods=100k/mode=list", unit: "allocs/pod", kind: cost, target: 0.1},
 	{name: "initial-sync-100k-stream-time", bench: "BenchmarkInitialSync/pods=100k/mode=stream", unit: "ns/pod", kind: cost, target: 0.3},
 	{name: "initial-sync-100k-stream-allocs", bench: "BenchmarkInitialSync/pods=100k/mode=stream", unit: "allocs/pod", kind: cost, target: 0.1},
-	{name: "relist-100k-stream-peak-heap", bench: "BenchmarkRelistPeakHeap/pods=100k/mode=stream", unit: "peak/steady", kind: absolute, target: 1.2},
-	{name: "relist-100k-list-peak-heap", bench: "BenchmarkRelistPeakHeap/pods=100k/mode=list", unit: "peak/steady", kind: absolute, target: 1.2},
+	{name: "relist-stream-unchanged-peak-heap", bench: "BenchmarkRelistPeakHeap/pods=20k/changed=0/mode=stream", unit: "peak/steady", kind: absolute, target: 1.1,
+		setting: "a streaming list; unchanged pods"},
+	{name: "relist-list-paged-unchanged-peak-heap", bench: "BenchmarkRelistPeakHeap/pods=20k/changed=0/mode=list-paged", unit: "peak/steady", kind: absolute, target: 1.1,
+		setting: "a paged LIST; unchanged pods"},
+	{name: "relist-list-whole-unchanged-peak-heap", bench: "BenchmarkRelistPeakHeap/pods=20k/changed=0/mode=list-whole", unit: "peak/steady", kind: absolute, target: 1.1,
+		setting: "a LIST answered whole, over HTTP; unchanged pods"},
+	{name: "relist-stream-5pct-peak-heap", bench: "BenchmarkRelistPeakHeap/pods=20k/changed=5pct/mode=stream", unit: "peak/steady", kind: absolute, target: 1.15,
+		setting: "a streaming list; 1 in 20 changed"},
+	{name: "relist-list-paged-5pct-peak-heap", bench: "BenchmarkRelistPeakHeap/pods=20k/changed=5pct/mode=list-paged", unit: "peak/steady", kind: absolute, target: 1.15,
+		setting: "a paged LIST; 1 in 20 changed"},
+	{name: "relist-list-whole-5pct-peak-heap", bench: "BenchmarkRelistPeakHeap/pods=20k/changed=5pct/mode=list-whole", unit: "peak/steady", kind: absolute, target: 1.15,
+		setting: "a LIST answered whole, over HTTP; 1 in 20 changed"},
+	{name: "relist-stream-all-changed-peak-heap", bench: "BenchmarkRelistPeakHeap/pods=20k/changed=100pct/mode=stream", unit: "peak/steady", kind: absolute, target: 2.1,
+		setting: "a streaming list; every pod changed"},
+	{name: "relist-list-paged-all-changed-peak-heap", bench: "BenchmarkRelistPeakHeap/pods=20k/changed=100pct/mode=list-paged", unit: "peak/steady", kind: absolute, target: 2.1,
+		setting: "a paged LIST; every pod changed"},
+	{name: "relist-list-whole-all-changed-peak-heap", bench: "BenchmarkRelistPeakHeap/pods=20k/changed=100pct/mode=list-whole", unit: "peak/steady", kind: absolute, target: 2.1,
+		setting: "a LIST answered whole, over HTTP; every pod changed"},
 	{name: "heap-per-pod-both-drop", bench: "BenchmarkHeapPerPod/labels=deployment/mf=drop", unit: "B/pod", kind: cost, target: 0.65, extra: "label-sets",
 		setting: "both drop managedFields (client-go: SetTransform)"},
 	{name: "heap-per-pod-both-keep", bench: "BenchmarkHeapPerPod/labels=deployment/mf=keep", unit: "B/pod", kind: cost, target: 0.7, extra: "label-sets",
@@ -163,12 +179,11 @@ var floors = []floor{
 	// procs that the machine gives decoding at the time, the ceiling
 	// over wire-json-parallel-speedup.
 	{name: "ceiling-decode-spread-speedup", bench: "BenchmarkDecodeSpread/procs=1", alt: "BenchmarkDecodeSpread/procs=2", unit: "events/s"},
-	// A streaming list of 100k pods read and dropped beside a synced
-	// informer: the peak the source's own copies make.
-	{name: "floor-relist-100k-stream-source", bench: "BenchmarkRelistPeakHeap/pods=100k/mode=stream/impl=floor", unit: "peak/steady"},
-	// The same for a LIST read in pages of 500, as the relist reads a
-	// server that pages (the fake does).
-	{name: "floor-relist-100k-list-source", bench: "BenchmarkRelistPeakHeap/pods=100k/mode=list/impl=floor", unit: "peak/steady"},
+	// The same relist read and dropped beside a synced informer: what the
+	// source's own copies (and, in process, the fake's) hold.
+	{name: "floor-relist-stream", bench: "BenchmarkRelistPeakHeap/pods=20k/changed=0/mode=stream/impl=floor", unit: "peak/steady"},
+	{name: "floor-relist-list-paged", bench: "BenchmarkRelistPeakHeap/pods=20k/changed=0/mode=list-paged/impl=floor", unit: "peak/steady"},
+	{name: "floor-relist-list-whole", bench: "BenchmarkRelistPeakHeap/pods=20k/changed=0/mode=list-whole/impl=floor", unit: "peak/steady"},
 	// Our source alone, its initial list read and dropped: for a LIST
 	// the copy of each item out of the list, which both sides make.
 	{name: "floor-initial-sync-10k-list-source", bench: "BenchmarkInitialSync/pods=10k/mode=list/impl=floor", unit: "ns/pod"},
