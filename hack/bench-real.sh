@@ -54,10 +54,16 @@ kubeconfig="${work_dir}/kubeconfig"
 cluster_out="${work_dir}/localcluster.out"
 cluster_err="${work_dir}/localcluster.err"
 cluster_pid=""
+bench_pid=""
 
 cleanup() {
 	local status=$?
 	trap - EXIT INT TERM
+	if [[ -n "${bench_pid}" ]] && kill -0 "${bench_pid}" 2>/dev/null; then
+		log "stopping the benchmark run (pid ${bench_pid})"
+		kill -TERM "${bench_pid}" 2>/dev/null || true
+		wait "${bench_pid}" 2>/dev/null || true
+	fi
 	if [[ -n "${cluster_pid}" ]] && kill -0 "${cluster_pid}" 2>/dev/null; then
 		log "stopping the cluster (pid ${cluster_pid})"
 		kill -TERM "${cluster_pid}" 2>/dev/null || true
@@ -143,9 +149,15 @@ for round in $(seq 1 "${rounds}"); do
 	if ((round % 2 == 0)); then sides=(client-go ours); fi
 	for side in "${sides[@]}"; do
 		log "round ${round}/${rounds}, impl=${side}"
-		(cd internal/bench && "${work_dir}/bench.test" -test.run '^$' -test.bench "${bench_re}" -test.benchmem \
+		# In the background and waited for, so that a signal to this
+		# script is handled at once (cleanup stops the run, then the
+		# cluster), not when the run ends.
+		(cd internal/bench && exec "${work_dir}/bench.test" -test.run '^$' -test.bench "${bench_re}" -test.benchmem \
 			-test.count 1 -test.benchtime "${benchtime}" -test.timeout 60m -bench.impl="${side}" \
-			-bench.kubeconfig "${ready_kubeconfig}" -bench.etcd "${etcd_url}") | tee -a "${out}"
+			-bench.kubeconfig "${ready_kubeconfig}" -bench.etcd "${etcd_url}") > >(tee -a "${out}") &
+		bench_pid=$!
+		wait "${bench_pid}"
+		bench_pid=""
 	done
 done
 log "${rounds} rounds in $(($(date +%s) - bench_start)) s; raw output appended to ${out}"
