@@ -34,6 +34,7 @@ type realServer struct {
 	cfg   *rest.Config
 	admin kubernetes.Interface // for the benchmark's own writes, never an informer's
 	pods  int                  // the pods it holds, in every namespace
+	pod   cache.Key            // one of them, which the relist benchmark changes
 	touch atomic.Int64         // distinguishes the writes of one process
 }
 
@@ -65,7 +66,7 @@ var realServerOnce = sync.OnceValues(func() (*realServer, error) {
 	if n == 0 {
 		return nil, fmt.Errorf("the server at %s holds no pods: seed it first (go run ./internal/bench/cmd/seedbench)", cfg.Host)
 	}
-	return &realServer{cfg: cfg, admin: admin, pods: n}, nil
+	return &realServer{cfg: cfg, admin: admin, pods: n, pod: cache.KeyOf(&l.Items[0])}, nil
 })
 
 // podsLabel is the server's pod count as a benchmark name shows it: 10k,
@@ -210,8 +211,9 @@ func awaitSync(b *testing.B, r *realRunning, done <-chan struct{}, n int) {
 }
 
 // BenchmarkRealServerSync measures an informer's initial sync of every pod
-// of a real kube-apiserver (-bench.kubeconfig, seeded with 10k+ fixture
-// pods, each with the managedFields of its two writers), from Run until
+// of a real kube-apiserver (-bench.kubeconfig, seeded by cmd/seedbench
+// with 10k+ fixture pods laid out as Deployments make them, each with the
+// managedFields of its two writers), from Run until
 // the handler has seen every pod and the informer says it has synced:
 // by streaming list (mode=stream, sendInitialEvents) and by LIST in pages
 // of 500 (mode=list), in JSON and in protobuf. One op is one sync, so
@@ -388,9 +390,8 @@ func relistOnce(b *testing.B, srv *realServer, gate *watchGate, r *realRunning, 
 // resourceVersion.
 func (s *realServer) change(ctx context.Context, b *testing.B) (cache.Key, string) {
 	b.Helper()
-	p := bench.Pod(0, bench.PodOptions{})
 	patch := fmt.Sprintf(`{"metadata":{"labels":{"relist":"%d-%d"}}}`, time.Now().UnixNano(), s.touch.Add(1))
-	got, err := s.admin.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	got, err := s.admin.CoreV1().Pods(s.pod.Namespace).Patch(ctx, s.pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	if err != nil {
 		b.Fatalf("change a pod: %v", err)
 	}

@@ -1,7 +1,9 @@
 // Command seedbench creates the pods of the real-server benchmarks
 // (BenchmarkRealServerSync and BenchmarkRealServerRelist in
 // internal/bench) in a cluster: -n pods of the benchmark fixture
-// (bench.Pod, about 4 KB of JSON each) in its namespaces, each created and
+// (bench.Pod, about 4 KB of JSON each) in its namespaces, laid out as
+// Deployments make them (bench.LabelsDeployment: one label set and
+// pod-template-hash per ReplicaSet of 20 pods), each created and
 // then given the fixture's status through the status subresource, as a
 // ReplicaSet controller and a kubelet would, so that the server keeps
 // a managedFields entry for each writer. Pods that already exist are left
@@ -90,7 +92,7 @@ func run() error {
 // seedPod creates fixture pod i, fields the server sets cleared, and then
 // writes its status, which a create ignores.
 func seedPod(ctx context.Context, cs kubernetes.Interface, i int) error {
-	p := bench.Pod(i, bench.PodOptions{})
+	p := bench.Pod(i, bench.PodOptions{Labels: bench.LabelsDeployment})
 	status := p.Status
 	p.ResourceVersion, p.UID, p.CreationTimestamp = "", "", metav1.Time{}
 	p.Status = corev1.PodStatus{}
