@@ -21,9 +21,11 @@ test-integration: cluster-bin
 	$(GO) test -race -count=1 -p 1 -tags integration -timeout 30m ./internal/testcluster/ ./internal/integration/
 
 ## bench: every figure of docs/benchmarks.md, ours and client-go on the same
-## inputs in the same run (COUNT runs each, medians), as ratio lines; writes
-## the raw output (benchstat reads it), the chart and the table.
-COUNT ?= 5
+## inputs at equal settings, in COUNT interleaved rounds (each side in its
+## own process, the order alternating), as ratio lines; with the cluster
+## binaries built, the real kube-apiserver rows too (BENCH_REAL=0: not);
+## writes the raw output (benchstat reads it), the chart and the table.
+COUNT ?= 3
 bench:
 	COUNT=$(COUNT) GO=$(GO) bash hack/bench.sh
 

@@ -3,7 +3,7 @@
 # client-go, on the same inputs), writes their raw output where benchstat
 # can read it, and prints one ratio line per figure, last.
 #
-#   COUNT=5 bash hack/bench.sh          # what `make bench` runs
+#   COUNT=3 bash hack/bench.sh          # what `make bench` runs
 #   BENCH_OUT=/tmp/b.txt bash hack/bench.sh
 #   GROUPS_RE=lister bash hack/bench.sh # only the groups whose name matches
 #                                       # (raw output then in $TMPDIR, not docs/)
@@ -14,12 +14,15 @@
 # The report pairs the two sides' runs of one round and takes the median
 # of the rounds' ratios; a "worst round" is the worst of those pairs.
 #
-# The chart and the table of docs/benchmarks.md are rewritten from the run
-# unless BENCH_DOCS=0 (and never when GROUPS_RE leaves groups out).
+# With the cluster binaries built (make cluster-bin), the real
+# kube-apiserver rows follow (hack/bench-real.sh, COUNT rounds), unless
+# BENCH_REAL=0. The chart and the table of docs/benchmarks.md are
+# rewritten from the run unless BENCH_DOCS=0 (and never when GROUPS_RE
+# leaves groups out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
-COUNT=${COUNT:-5}
+COUNT=${COUNT:-3}
 GROUPS_RE=${GROUPS_RE:-.}
 out=docs/benchmarks.txt
 if [ "$GROUPS_RE" != . ]; then out=${TMPDIR:-/tmp}/benchmarks-partial.txt; fi
@@ -67,8 +70,20 @@ echo "bench: $COUNT rounds in $(($(date +%s) - start)) s" >&2
 
 mkdir -p "$(dirname "$OUT")"
 cp "$tmp/raw.txt" "$OUT"
+inputs=("$OUT")
+# The real kube-apiserver rows, when its binaries are built (make
+# cluster-bin; make test builds them): COUNT rounds of hack/bench-real.sh,
+# in a raw file of their own. BENCH_REAL=0 leaves them out.
+real_out=$(dirname "$OUT")/benchmarks-real.txt
+if [ "${BENCH_REAL:-1}" = 1 ] && [ "$GROUPS_RE" = . ] && [ -x bin/kube-apiserver ] && [ -x bin/etcd ]; then
+	rm -f "$real_out"
+	ROUNDS=$COUNT BENCH_REAL_OUT=$real_out GO=$GO bash hack/bench-real.sh
+	inputs+=("$real_out")
+elif [ "$GROUPS_RE" = . ]; then
+	echo "bench: no bin/kube-apiserver and bin/etcd (make cluster-bin): the real-server rows are left out" >&2
+fi
 args=()
 if [ "${BENCH_DOCS:-1}" = 1 ] && [ "$GROUPS_RE" = . ]; then
 	args=(-svg docs/benchmarks.svg -md docs/benchmarks.md -command "make bench (COUNT=$COUNT)")
 fi
-$GO run ./internal/bench/report "${args[@]}" "$OUT"
+$GO run ./internal/bench/report "${args[@]}" "${inputs[@]}"

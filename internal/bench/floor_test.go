@@ -9,7 +9,7 @@ import "testing"
 // a producer to a consumer (a hand-off amortised over a stream).
 func BenchmarkHandoff(b *testing.B) {
 	if !runs("") {
-		return
+		b.Skip("a floor of the machine, run with our side") // a return would print a result line
 	}
 	b.Run("kind=ping-pong", func(b *testing.B) {
 		ping, pong := make(chan int), make(chan int)

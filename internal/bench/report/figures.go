@@ -45,6 +45,9 @@ const (
 	mfDrop = "both drop managedFields (client-go: SetTransform)"
 )
 
+// realSet is the setting of the real-server rows (make bench-real).
+const realSet = "kube-apiserver + etcd, no watch cache; both drop managedFields; both told the format"
+
 // The label layouts of the lister rows (internal/bench fixture.go).
 const (
 	lDeploy = "a Deployment's pods: a label set per ReplicaSet of 20"
@@ -126,6 +129,29 @@ var figures = []figure{
 		setting: lSTS},
 	{name: "get-deployment", bench: "BenchmarkLister/labels=deployment/query=get", unit: "ns/op", kind: cost, target: 1.0, setting: lDeploy},
 	{name: "get-statefulset", bench: "BenchmarkLister/labels=statefulset/query=get", unit: "ns/op", kind: cost, target: 1.0, setting: lSTS},
+	{name: "real-sync-10k-stream-json-time", bench: "BenchmarkRealServerSync/pods=10k/format=json/mode=stream", unit: "ns/pod", kind: cost, target: 0.5, setting: realSet},
+	{name: "real-sync-10k-stream-json-peak-heap", bench: "BenchmarkRealServerSync/pods=10k/format=json/mode=stream", unit: "peak-B/pod", kind: cost, target: 0.7, setting: realSet},
+	{name: "real-sync-10k-stream-json-allocs", bench: "BenchmarkRealServerSync/pods=10k/format=json/mode=stream", unit: "allocs/pod", kind: cost, setting: realSet},
+	{name: "real-sync-10k-list-json-time", bench: "BenchmarkRealServerSync/pods=10k/format=json/mode=list", unit: "ns/pod", kind: cost, target: 0.5, setting: realSet},
+	{name: "real-sync-10k-list-json-peak-heap", bench: "BenchmarkRealServerSync/pods=10k/format=json/mode=list", unit: "peak-B/pod", kind: cost, target: 0.7, setting: realSet},
+	{name: "real-sync-10k-list-json-allocs", bench: "BenchmarkRealServerSync/pods=10k/format=json/mode=list", unit: "allocs/pod", kind: cost, setting: realSet},
+	{name: "real-sync-10k-stream-protobuf-time", bench: "BenchmarkRealServerSync/pods=10k/format=protobuf/mode=stream", unit: "ns/pod", kind: cost, target: 0.5, setting: realSet},
+	{name: "real-sync-10k-stream-protobuf-peak-heap", bench: "BenchmarkRealServerSync/pods=10k/format=protobuf/mode=stream", unit: "peak-B/pod", kind: cost, target: 0.7, setting: realSet},
+	{name: "real-sync-10k-stream-protobuf-allocs", bench: "BenchmarkRealServerSync/pods=10k/format=protobuf/mode=stream", unit: "allocs/pod", kind: cost, setting: realSet},
+	{name: "real-sync-10k-list-protobuf-time", bench: "BenchmarkRealServerSync/pods=10k/format=protobuf/mode=list", unit: "ns/pod", kind: cost, target: 0.5, setting: realSet},
+	{name: "real-sync-10k-list-protobuf-peak-heap", bench: "BenchmarkRealServerSync/pods=10k/format=protobuf/mode=list", unit: "peak-B/pod", kind: cost, target: 0.7, setting: realSet},
+	{name: "real-sync-10k-list-protobuf-allocs", bench: "BenchmarkRealServerSync/pods=10k/format=protobuf/mode=list", unit: "allocs/pod", kind: cost, setting: realSet},
+	{name: "real-heap-per-pod", bench: "BenchmarkRealServerSync/pods=10k/format=protobuf/mode=stream", unit: "B/pod", kind: cost, target: 0.65, setting: realSet},
+	{name: "real-relist-10k-stream-json-peak-heap", bench: "BenchmarkRealServerRelist/pods=10k/format=json/mode=stream", unit: "peak/steady", kind: absolute, target: 1.1, setting: realSet + "; after a 410, one pod changed"},
+	{name: "real-relist-10k-stream-json-time", bench: "BenchmarkRealServerRelist/pods=10k/format=json/mode=stream", unit: "ns/pod", kind: cost, setting: realSet},
+	{name: "real-relist-10k-list-json-peak-heap", bench: "BenchmarkRealServerRelist/pods=10k/format=json/mode=list", unit: "peak/steady", kind: absolute, target: 1.1, setting: realSet + "; after a 410, one pod changed"},
+	{name: "real-relist-10k-list-json-time", bench: "BenchmarkRealServerRelist/pods=10k/format=json/mode=list", unit: "ns/pod", kind: cost, setting: realSet},
+	{name: "real-relist-10k-stream-protobuf-peak-heap", bench: "BenchmarkRealServerRelist/pods=10k/format=protobuf/mode=stream", unit: "peak/steady", kind: absolute, target: 1.1, setting: realSet + "; after a 410, one pod changed"},
+	{name: "real-relist-10k-stream-protobuf-time", bench: "BenchmarkRealServerRelist/pods=10k/format=protobuf/mode=stream", unit: "ns/pod", kind: cost, setting: realSet},
+	{name: "real-relist-10k-list-protobuf-peak-heap", bench: "BenchmarkRealServerRelist/pods=10k/format=protobuf/mode=list", unit: "peak/steady", kind: absolute, target: 1.1, setting: realSet + "; after a 410, one pod changed"},
+	{name: "real-relist-10k-list-protobuf-time", bench: "BenchmarkRealServerRelist/pods=10k/format=protobuf/mode=list", unit: "ns/pod", kind: cost, setting: realSet},
+	{name: "real-sync-10k-stream-defaults", bench: "BenchmarkRealServerSync/pods=10k/format=json/mode=stream", theirs: "BenchmarkRealServerSync/pods=10k/format=protobuf/mode=stream", unit: "ns/pod", kind: cost,
+		setting: "defaults vs defaults: ours JSON, client-go's typed clients protobuf"},
 }
 
 // floor is an information line: a bound under (or, for a speed-up, over)
@@ -163,6 +189,10 @@ func (f floor) value(res *results) (float64, bool) {
 // goroutines costs on the machine, the floor under every pipeline figure,
 // and the floors of the figures that miss their target.
 var floors = []floor{
+	// The real server's answer to a LIST of every pod, read and dropped
+	// with nothing decoded: the floor under any client's sync by LIST.
+	{name: "floor-real-list-10k-json", bench: "BenchmarkRealServerSync/pods=10k/format=json/mode=list/impl=floor", unit: "ns/pod"},
+	{name: "floor-real-list-10k-protobuf", bench: "BenchmarkRealServerSync/pods=10k/format=protobuf/mode=list/impl=floor", unit: "ns/pod"},
 	// A plain loop over the cached pods matching one label, nothing
 	// else: what a scan without an index or a summary costs.
 	{name: "floor-list-all-scan-statefulset", bench: "BenchmarkLister/labels=statefulset/query=list-all/impl=floor", unit: "ns/op"},
