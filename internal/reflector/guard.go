@@ -35,19 +35,16 @@ func (g guarded[T]) Watch(ctx context.Context, opts metav1.ListOptions) (w sourc
 	return guardedWatcher[T]{w}, nil
 }
 
-// itemLister is a guarded source that lists item by item.
-type itemLister[T cache.Object] interface {
-	source.Source[T]
-	listItems(ctx context.Context, opts metav1.ListOptions, yield func(T) error) (source.List[T], error)
-}
-
-// guardedItems is a guarded source.ItemLister.
+// guardedItems is a guarded source.ItemLister: the reflector's source
+// offers ListItems only if the source it guards does.
 type guardedItems[T cache.Object] struct {
 	guarded[T]
 	il source.ItemLister[T]
 }
 
-func (g guardedItems[T]) listItems(ctx context.Context, opts metav1.ListOptions, yield func(T) error) (l source.List[T], err error) {
+// ListItems is the guarded source's ListItems, a panic in it the list's
+// error.
+func (g guardedItems[T]) ListItems(ctx context.Context, opts metav1.ListOptions, yield func(T) error) (l source.List[T], err error) {
 	defer recoverAs(source.PhaseList, &err)
 	return g.il.ListItems(ctx, opts, yield)
 }

@@ -140,7 +140,7 @@ func (r *Reflector[T]) pushItems(items []T, bad []*source.UndecodableError) erro
 // one. Items pushed before a failure are part of an open list that the
 // next ReplaceStart discards.
 func (r *Reflector[T]) listPage(ctx context.Context, opts metav1.ListOptions) (source.List[T], error) {
-	il, ok := r.src.(itemLister[T])
+	il, ok := r.src.(source.ItemLister[T])
 	if !ok || r.shard.current.Load() != nil {
 		return r.src.List(ctx, opts)
 	}
@@ -151,7 +151,7 @@ func (r *Reflector[T]) listPage(ctx context.Context, opts metav1.ListOptions) (s
 		batch = batch[:0]
 		return err
 	}
-	page, err := il.listItems(ctx, opts, func(obj T) error {
+	page, err := il.ListItems(ctx, opts, func(obj T) error {
 		d, err := r.prepared(fifo.Replaced, obj)
 		if err != nil {
 			return err
