@@ -179,31 +179,16 @@ func start(b *testing.B, impl string, lw clientcache.ListerWatcher, handlers int
 // startWith is start with settings for both sides.
 func startWith(b *testing.B, impl string, lw clientcache.ListerWatcher, handlers int, hit func(), set settings) *running {
 	b.Helper()
-	opts := set.ours
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{cancel: cancel}
 	if impl == "ours" {
 		src, err := source.FromListerWatcher[*corev1.Pod](lw)
 		if err != nil {
 			b.Fatal(err)
 		}
-		inf, err := typed.NewInformer(src, opts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for range handlers {
-			if _, err := inf.AddHandler(handler.Funcs[*corev1.Pod]{
-				AddFunc:    func(*corev1.Pod, bool) { hit() },
-				UpdateFunc: func(_, _ *corev1.Pod) { hit() },
-			}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		r.wg.Go(func() { _ = inf.Run(ctx) })
-		r.synced = func(ctx context.Context) bool { return inf.WaitForSync(ctx) == nil }
-		r.len = inf.Store().Len
+		r, _ := runOurs(b, src, set.ours, handlers, hit)
 		return r
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{cancel: cancel}
 	inf := clientcache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0,
 		clientcache.Indexers{clientcache.NamespaceIndex: clientcache.MetaNamespaceIndexFunc})
 	if set.dropManagedFields {
@@ -223,6 +208,27 @@ func startWith(b *testing.B, impl string, lw clientcache.ListerWatcher, handlers
 	r.synced = func(ctx context.Context) bool { return clientcache.WaitForCacheSync(ctx.Done(), inf.HasSynced) }
 	r.len = func() int { return len(inf.GetStore().ListKeys()) }
 	return r
+}
+
+// runOurs runs our informer over src with opts, and handlers handlers,
+// each calling hit for every add and update.
+func runOurs(b *testing.B, src source.Source[*corev1.Pod], opts typed.Options[*corev1.Pod], handlers int, hit func()) (*running, *typed.Informer[*corev1.Pod]) {
+	b.Helper()
+	inf, err := typed.NewInformer(src, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range handlers {
+		if _, err := inf.AddHandler(handlerFuncs(hit)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{cancel: cancel}
+	r.wg.Go(func() { _ = inf.Run(ctx) })
+	r.synced = func(ctx context.Context) bool { return inf.WaitForSync(ctx) == nil }
+	r.len = inf.Store().Len
+	return r, inf
 }
 
 // mallocs is the process's allocation count so far.

@@ -130,23 +130,13 @@ type realRunning struct {
 // cannot stream, as ours is told by NoWatchList.
 func startReal(b *testing.B, impl string, cfg *rest.Config, protobuf, stream bool, hit func()) *realRunning {
 	b.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &realRunning{running: &running{cancel: cancel}}
 	if impl == "ours" {
 		src, err := source.FromConfig[*corev1.Pod](cfg, source.RESTOptions{Mapper: bench.Mapper(), Protobuf: protobuf})
 		if err != nil {
 			b.Fatal(err)
 		}
-		inf, err := typed.NewInformer(src, typed.Options[*corev1.Pod]{NoWatchList: !stream})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := inf.AddHandler(handlerFuncs(hit)); err != nil {
-			b.Fatal(err)
-		}
-		r.wg.Go(func() { _ = inf.Run(ctx) })
-		r.synced = func(ctx context.Context) bool { return inf.WaitForSync(ctx) == nil }
-		r.len = inf.Store().Len
+		base, inf := runOurs(b, src, typed.Options[*corev1.Pod]{NoWatchList: !stream}, 1, hit)
+		r := &realRunning{running: base}
 		r.version = func(key cache.Key) string {
 			if p, ok := inf.Store().GetByKey(key); ok {
 				return p.ResourceVersion
@@ -155,6 +145,8 @@ func startReal(b *testing.B, impl string, cfg *rest.Config, protobuf, stream boo
 		}
 		return r
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &realRunning{running: &running{cancel: cancel}}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		b.Fatal(err)

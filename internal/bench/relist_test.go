@@ -365,18 +365,7 @@ func startRelist(b *testing.B, fake *sourcetest.Fake[*corev1.Pod], url string, s
 			b.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{cancel: cancel}
-	inf, err := typed.NewInformer(src, typed.Options[*corev1.Pod]{NoWatchList: !stream})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := inf.AddHandler(handlerFuncs(hit)); err != nil {
-		b.Fatal(err)
-	}
-	r.wg.Go(func() { _ = inf.Run(ctx) })
-	r.synced = func(ctx context.Context) bool { return inf.WaitForSync(ctx) == nil }
-	r.len = inf.Store().Len
+	r, _ := runOurs(b, src, typed.Options[*corev1.Pod]{NoWatchList: !stream}, 1, hit)
 	return r
 }
 

@@ -77,19 +77,8 @@ func startWireWith(b *testing.B, impl string, replay *bench.Replay, protobuf boo
 		if err != nil {
 			b.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		r := &running{cancel: cancel}
 		opts.NoWatchList = true
-		inf, err := typed.NewInformer(src, opts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := inf.AddHandler(handlerFuncs(hit)); err != nil {
-			b.Fatal(err)
-		}
-		r.wg.Go(func() { _ = inf.Run(ctx) })
-		r.synced = func(ctx context.Context) bool { return inf.WaitForSync(ctx) == nil }
-		r.len = inf.Store().Len
+		r, _ := runOurs(b, src, opts, 1, hit)
 		return r
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
