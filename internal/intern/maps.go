@@ -3,7 +3,6 @@ package intern
 import (
 	"hash/maphash"
 	"maps"
-	"sync"
 	"unsafe"
 	"weak"
 
@@ -29,20 +28,18 @@ const maxMapLen = 32
 // mapTable maps the hash of a map's entries to the map's canonical copy.
 type mapTable struct {
 	seed   maphash.Seed
-	shards [shards]mapShard
+	shards [shards]shard[mapEntry]
 }
 
-type mapShard struct {
-	mu   sync.Mutex
-	m    map[uint64]weak.Pointer[byte]
-	live int // entries alive at the last sweep
-	_    [40]byte
-}
+// mapEntry is a canonical map: its runtime header, held weakly.
+type mapEntry struct{ p weak.Pointer[byte] }
+
+func (e mapEntry) dead() bool { return e.p.Value() == nil }
 
 func newMapTable() *mapTable {
 	t := &mapTable{seed: maphash.MakeSeed()}
 	for i := range t.shards {
-		t.shards[i].m = map[uint64]weak.Pointer[byte]{}
+		t.shards[i].m = map[uint64]mapEntry{}
 	}
 	return t
 }
@@ -68,8 +65,8 @@ func canonicalMap[V comparable](t *mapTable, m map[string]V, hash func(maphash.S
 	sh := &t.shards[h%shards]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if p, ok := sh.m[h]; ok {
-		if hdr := p.Value(); hdr != nil {
+	if e, ok := sh.m[h]; ok {
+		if hdr := e.p.Value(); hdr != nil {
 			c := *(*map[string]V)(unsafe.Pointer(&hdr))
 			if maps.Equal(c, m) {
 				return c
@@ -80,15 +77,8 @@ func canonicalMap[V comparable](t *mapTable, m map[string]V, hash func(maphash.S
 	// The canonical copy is a clone: a map this package allocated on the
 	// heap, whatever made m.
 	c := maps.Clone(m)
-	sh.m[h] = weak.Make(*(**byte)(unsafe.Pointer(&c)))
-	if len(sh.m) >= 2*sh.live+64 {
-		for h, p := range sh.m {
-			if p.Value() == nil {
-				delete(sh.m, h)
-			}
-		}
-		sh.live = len(sh.m)
-	}
+	sh.m[h] = mapEntry{p: weak.Make(*(**byte)(unsafe.Pointer(&c)))}
+	sh.added()
 	return c
 }
 
@@ -103,13 +93,4 @@ func hashQuantityEntry(seed maphash.Seed, k string, v resource.Quantity) uint64 
 }
 
 // size returns the number of entries, dead or alive.
-func (t *mapTable) size() int {
-	n := 0
-	for i := range t.shards {
-		sh := &t.shards[i]
-		sh.mu.Lock()
-		n += len(sh.m)
-		sh.mu.Unlock()
-	}
-	return n
-}
+func (t *mapTable) size() int { return size(t.shards[:]) }

@@ -24,14 +24,42 @@ const shards = 64
 // table maps the hash of a string to its canonical copy.
 type table struct {
 	seed   maphash.Seed
-	shards [shards]shard
+	shards [shards]shard[entry]
 }
 
-type shard struct {
+// shard is one lock's part of a table of weakly held copies (strings'
+// bytes here, maps in maps.go), filed by hash.
+type shard[E interface{ dead() bool }] struct {
 	mu   sync.Mutex
-	m    map[uint64]entry
+	m    map[uint64]E
 	live int // entries alive at the last sweep
 	_    [40]byte
+}
+
+// added sweeps the shard, under its lock, once it has doubled since the
+// last sweep: the sweep's cost is spread over the insertions.
+func (sh *shard[E]) added() {
+	if len(sh.m) < 2*sh.live+64 {
+		return
+	}
+	for h, e := range sh.m {
+		if e.dead() {
+			delete(sh.m, h)
+		}
+	}
+	sh.live = len(sh.m)
+}
+
+// size returns the number of entries of shards, dead or alive.
+func size[E interface{ dead() bool }](shards []shard[E]) int {
+	n := 0
+	for i := range shards {
+		sh := &shards[i]
+		sh.mu.Lock()
+		n += len(sh.m)
+		sh.mu.Unlock()
+	}
+	return n
 }
 
 // entry is a canonical copy: its bytes, held weakly, and its length.
@@ -39,6 +67,8 @@ type entry struct {
 	p weak.Pointer[byte]
 	n int
 }
+
+func (e entry) dead() bool { return e.p.Value() == nil }
 
 var strs = newTable()
 
@@ -69,35 +99,12 @@ func (t *table) canonicalHashed(s string, h uint64) string {
 	}
 	c := strings.Clone(s)
 	sh.m[h] = entry{p: weak.Make(unsafe.StringData(c)), n: len(c)}
-	if len(sh.m) >= 2*sh.live+64 {
-		sh.sweep()
-	}
+	sh.added()
 	return c
 }
 
-// sweep forgets the entries whose bytes were collected. It runs when the
-// shard has doubled since the last sweep: its cost is spread over the
-// insertions.
-func (sh *shard) sweep() {
-	for h, e := range sh.m {
-		if e.p.Value() == nil {
-			delete(sh.m, h)
-		}
-	}
-	sh.live = len(sh.m)
-}
-
 // size returns the number of entries, dead or alive.
-func (t *table) size() int {
-	n := 0
-	for i := range t.shards {
-		sh := &t.shards[i]
-		sh.mu.Lock()
-		n += len(sh.m)
-		sh.mu.Unlock()
-	}
-	return n
-}
+func (t *table) size() int { return size(t.shards[:]) }
 
 // hashOf is the hash t files s under.
 func hashOf(t *table, s string) uint64 { return maphash.String(t.seed, s) }
