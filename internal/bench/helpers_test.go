@@ -187,11 +187,18 @@ func startWith(b *testing.B, impl string, lw clientcache.ListerWatcher, handlers
 		r, _ := runOurs(b, src, set.ours, handlers, hit)
 		return r
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{cancel: cancel}
+	r, _ := runClientGo(b, lw, set.dropManagedFields, handlers, hit)
+	return r
+}
+
+// runClientGo runs client-go's SharedIndexInformer (namespace index) over
+// lw, with the managedFields-dropping transform if dropMF, and handlers
+// handlers, each calling hit for every add and update.
+func runClientGo(b *testing.B, lw clientcache.ListerWatcher, dropMF bool, handlers int, hit func()) (*running, clientcache.SharedIndexInformer) {
+	b.Helper()
 	inf := clientcache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0,
 		clientcache.Indexers{clientcache.NamespaceIndex: clientcache.MetaNamespaceIndexFunc})
-	if set.dropManagedFields {
+	if dropMF {
 		if err := inf.SetTransform(dropManagedFields); err != nil {
 			b.Fatal(err)
 		}
@@ -204,10 +211,12 @@ func startWith(b *testing.B, impl string, lw clientcache.ListerWatcher, handlers
 			b.Fatal(err)
 		}
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{cancel: cancel}
 	r.wg.Go(func() { inf.RunWithContext(ctx) })
 	r.synced = func(ctx context.Context) bool { return clientcache.WaitForCacheSync(ctx.Done(), inf.HasSynced) }
 	r.len = func() int { return len(inf.GetStore().ListKeys()) }
-	return r
+	return r, inf
 }
 
 // runOurs runs our informer over src with opts, and handlers handlers,

@@ -145,8 +145,6 @@ func startReal(b *testing.B, impl string, cfg *rest.Config, protobuf, stream boo
 		}
 		return r
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &realRunning{running: &running{cancel: cancel}}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -160,20 +158,8 @@ func startReal(b *testing.B, impl string, cfg *rest.Config, protobuf, stream boo
 	if !stream {
 		l = listWatchNoStream{lw}
 	}
-	inf := clientcache.NewSharedIndexInformer(l, &corev1.Pod{}, 0,
-		clientcache.Indexers{clientcache.NamespaceIndex: clientcache.MetaNamespaceIndexFunc})
-	if err := inf.SetTransform(dropManagedFields); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := inf.AddEventHandler(clientcache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { hit() },
-		UpdateFunc: func(_, _ any) { hit() },
-	}); err != nil {
-		b.Fatal(err)
-	}
-	r.wg.Go(func() { inf.RunWithContext(ctx) })
-	r.synced = func(ctx context.Context) bool { return clientcache.WaitForCacheSync(ctx.Done(), inf.HasSynced) }
-	r.len = func() int { return len(inf.GetStore().ListKeys()) }
+	base, inf := runClientGo(b, l, true, 1, hit)
+	r := &realRunning{running: base}
 	r.version = func(key cache.Key) string {
 		if obj, ok, err := inf.GetStore().GetByKey(key.Namespace + "/" + key.Name); err == nil && ok {
 			if p, ok := obj.(*corev1.Pod); ok {
