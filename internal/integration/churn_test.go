@@ -269,6 +269,15 @@ func TestAPIServerRestart(t *testing.T) {
 	}
 	it.Run(t, inf)
 	monitorRV(t, inf)
+	t.Cleanup(func() {
+		// A failure (this test failed once in a full run, and passed when
+		// run again) says what the informer went through.
+		if t.Failed() {
+			t.Logf("on failure: last synced resourceVersion %s; status %+v; stats %s; pods requests %s; handler a %v, b %v; %s",
+				inf.LastSyncResourceVersion(), inf.Status(), statsString(inf.Status().Stats), counter.snapshot(),
+				it.Kinds(a), it.Kinds(b), errSummary(&errs))
+		}
+	})
 	waitCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := inf.WaitForSync(waitCtx); err != nil {

@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -390,7 +391,9 @@ func errSummary(s *it.ErrSink) string {
 		if len(msg) > 200 {
 			msg = msg[:200] + "..."
 		}
-		if !seen[msg] && len(first) < 5 {
+		// A refusal of something older than the cache is always shown: it
+		// says the informer dropped what the server sent.
+		if !seen[msg] && (len(first) < 5 || errors.Is(err, typed.ErrWentBack)) {
 			seen[msg] = true
 			first = append(first, msg)
 		}
