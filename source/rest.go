@@ -86,12 +86,22 @@ func FromConfig[T cache.Object](cfg *rest.Config, opts RESTOptions) (Source[T], 
 	if err != nil {
 		return nil, err
 	}
-	gvk, err := kindOf(newT(), opts)
+	typed, proj, err := projectionOf[T](opts)
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := any(newT()).(protoUnmarshaler); opts.Protobuf && !ok {
-		return nil, fmt.Errorf("%w: Protobuf: %v has no protobuf encoding (only built-in types have one)", ErrWrongType, reflect.TypeFor[T]())
+	gvk, err := kindOf(typed, opts)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := typed.(protoUnmarshaler); opts.Protobuf && !ok {
+		return nil, fmt.Errorf("%w: Protobuf: %T has no protobuf encoding (only built-in types have one)", ErrWrongType, typed)
+	}
+	var plan *protoStruct
+	if opts.Protobuf && proj {
+		if plan, err = newProtoStruct(reflect.TypeFor[T]().Elem(), reflect.TypeOf(typed).Elem(), ""); err != nil {
+			return nil, fmt.Errorf("source: FromConfig[%v]: %w", reflect.TypeFor[T](), err)
+		}
 	}
 	c := rest.CopyConfig(cfg)
 	c.GroupVersion = &schema.GroupVersion{Group: gvk.Group, Version: gvk.Version}
@@ -149,7 +159,7 @@ func FromConfig[T cache.Object](cfg *rest.Config, opts RESTOptions) (Source[T], 
 		cutMF: !opts.KeepManagedFields,
 		info:  Info{Resource: r, WatchList: true, Exclusive: true, NoManagedFields: !opts.KeepManagedFields}}
 	if opts.Protobuf {
-		return &protoSource[T]{rest: rs, newT: newT}, nil
+		return &protoSource[T]{rest: rs, newT: newT, proj: plan}, nil
 	}
 	return rs, nil
 }
@@ -161,6 +171,32 @@ var statusCodecs = func() serializer.CodecFactory {
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
 	return serializer.NewCodecFactory(s)
 }()
+
+// projectionOf returns a value of the type T's objects are of on the
+// server: T's own, or the type T projects (see Projection), whose fields
+// it checks T's against; proj tells the second.
+func projectionOf[T cache.Object](opts RESTOptions) (typed runtime.Object, proj bool, err error) {
+	t := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
+	p, ok := any(t).(Projection)
+	if !ok {
+		return t, false, nil
+	}
+	full := p.ProjectionOf()
+	if full == nil {
+		if opts.GroupVersionKind.Empty() || opts.Protobuf {
+			return nil, false, fmt.Errorf("%w: %v projects a type it does not name (ProjectionOf is nil): set RESTOptions.GroupVersionKind, and use JSON", ErrBadProjection, reflect.TypeFor[T]())
+		}
+		return t, false, nil
+	}
+	ft := reflect.TypeOf(full)
+	if ft.Kind() != reflect.Pointer || ft.Elem().Kind() != reflect.Struct {
+		return nil, false, fmt.Errorf("%w: %v projects %v, not a pointer to a struct", ErrBadProjection, reflect.TypeFor[T](), ft)
+	}
+	if err := checkProjection(reflect.TypeFor[T]().Elem(), ft.Elem()); err != nil {
+		return nil, false, fmt.Errorf("source: FromConfig[%v]: %w", reflect.TypeFor[T](), err)
+	}
+	return full, true, nil
+}
 
 // newObjectFunc returns a function making a new, empty T, or an error if
 // T is not a pointer to a struct (the only objects a decoder can fill).

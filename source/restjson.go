@@ -151,6 +151,7 @@ func (s *restSource[T]) check(obj T) error {
 
 func (s *restSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (Watcher[T], error) {
 	opts.Watch = true
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	// Like client-go's, watches are not rate limited: a watch is one
 	// long request, and a restart must not queue behind lists.
@@ -162,7 +163,7 @@ func (s *restSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (Wat
 	if s.workers > 1 {
 		return newParallelWatcher(s, ctx, cancel, body, s.cutMF), nil
 	}
-	w := &restWatcher[T]{src: s, ctx: ctx, cancel: cancel, body: body, read: &recordingReader{r: body},
+	w := &restWatcher[T]{src: s, ctx: ctx, parent: parent, cancel: cancel, body: body, read: &recordingReader{r: body},
 		cutMF: s.cutMF}
 	w.lines = newLineReader(w.read)
 	return w, nil
@@ -173,8 +174,11 @@ func (s *restSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (Wat
 // event); from the first line that is not one event, the general
 // streaming decoder.
 type restWatcher[T cache.Object] struct {
-	src     *restSource[T]
-	ctx     context.Context
+	src *restSource[T]
+	ctx context.Context
+	// parent is the context Watch was given: ctx ends with it, so a Next
+	// given it needs no watch of its own on it.
+	parent  context.Context
 	cancel  context.CancelFunc
 	body    io.ReadCloser
 	read    *recordingReader
@@ -201,7 +205,7 @@ func (w *restWatcher[T]) Next(ctx context.Context) (Event[T], error) {
 	if w.stopped.Load() {
 		return Event[T]{}, ErrWatchClosed
 	}
-	if ctx != w.ctx {
+	if ctx != w.ctx && ctx != w.parent {
 		// A read blocks in the body; ending ctx ends the stream.
 		defer context.AfterFunc(ctx, w.Stop)()
 	}

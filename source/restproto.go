@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"sync"
 	"sync/atomic"
 
@@ -29,6 +30,7 @@ type protoUnmarshaler interface{ Unmarshal([]byte) error }
 type protoSource[T cache.Object] struct {
 	rest *restSource[T]
 	newT func() T
+	proj *protoStruct // T is a projection: decoded field by field
 }
 
 // Info is the REST source's.
@@ -116,6 +118,17 @@ func (p *protoSource[T]) decodeList(body []byte) (List[T], error) {
 // an object into an error.
 func (p *protoSource[T]) unmarshal(obj []byte, cut *[]byte) (T, error) {
 	t := p.newT()
+	if p.proj != nil {
+		var room *[]byte
+		if p.rest.cutMF {
+			room = cut
+		}
+		err := p.proj.decode(reflect.ValueOf(t).Elem(), obj, room)
+		if cap(*cut) > maxKeptLine {
+			*cut = nil
+		}
+		return t, err
+	}
 	u, _ := any(t).(protoUnmarshaler)
 	if !p.rest.cutMF {
 		return t, u.Unmarshal(obj)
@@ -139,6 +152,7 @@ func (p *protoSource[T]) unmarshal(obj []byte, cut *[]byte) (T, error) {
 
 func (p *protoSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (Watcher[T], error) {
 	opts.Watch = true
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	body, err := p.rest.request(opts, p.rest.namespace).Throttle(nil).Stream(ctx)
 	if err != nil {
@@ -146,7 +160,7 @@ func (p *protoSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (Wa
 		return nil, &Error{Phase: PhaseWatchStart, Err: err}
 	}
 	read := &recordingReader{r: body}
-	return &protoWatcher[T]{src: p, ctx: ctx, cancel: cancel, body: body, read: read, in: newBufReader(read)}, nil
+	return &protoWatcher[T]{src: p, ctx: ctx, parent: parent, cancel: cancel, body: body, read: read, in: newBufReader(read)}, nil
 }
 
 // protoWatcher decodes a protobuf watch stream on the caller's goroutine;
@@ -155,6 +169,7 @@ func (p *protoSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (Wa
 type protoWatcher[T cache.Object] struct {
 	src     *protoSource[T]
 	ctx     context.Context
+	parent  context.Context // as restWatcher's
 	cancel  context.CancelFunc
 	body    io.ReadCloser
 	read    *recordingReader
@@ -182,7 +197,7 @@ func (w *protoWatcher[T]) Next(ctx context.Context) (Event[T], error) {
 	if w.stopped.Load() {
 		return Event[T]{}, ErrWatchClosed
 	}
-	if ctx != w.ctx {
+	if ctx != w.ctx && ctx != w.parent {
 		defer context.AfterFunc(ctx, w.Stop)()
 	}
 	if !w.sniffed {
