@@ -67,6 +67,11 @@ type Options struct {
 	// wrapped in an error naming its informer; see
 	// typed.Options.ErrorHandler. Default: errors are logged.
 	ErrorHandler func(error)
+	// DropAnnotations are annotation keys every informer of the factory
+	// over its config drops from the objects before they are decoded
+	// (source.RESTOptions.DropAnnotations), such as
+	// corev1.LastAppliedConfigAnnotation. Default: none.
+	DropAnnotations []string
 }
 
 // Factory hands out informers shared by type and [Scope], runs them, and

@@ -307,7 +307,8 @@ func newShared[T cache.Object](f *Factory, k key, s Scope, newSource any) (*shar
 	case f.cfg == nil:
 		return nil, ErrNoConfig
 	default:
-		ropts := source.RESTOptions{Scheme: f.opts.Scheme, Mapper: f.mapper, HTTPClient: f.client, Namespace: k.namespace}
+		ropts := source.RESTOptions{Scheme: f.opts.Scheme, Mapper: f.mapper, HTTPClient: f.client, Namespace: k.namespace,
+			DropAnnotations: f.opts.DropAnnotations}
 		src, err = source.FromConfig[T](f.cfg, ropts)
 		if rm, ok := f.mapper.(meta.ResettableRESTMapper); ok && meta.IsNoMatchError(err) {
 			// The kind may have been served since the mapper last

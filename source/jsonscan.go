@@ -242,3 +242,79 @@ func cutManagedFields(dst, obj []byte) []byte {
 	}
 	return append(append(dst[:0], obj[:start]...), obj[end:]...)
 }
+
+// cutMetadata returns the JSON object in obj without
+// metadata.managedFields (if mf) and without the metadata.annotations
+// whose keys are in drop, written into dst's space, or obj if nothing is
+// cut or obj is not recognised. An annotation whose key has escapes is
+// left: the decoded object loses it instead.
+func cutMetadata(dst, obj []byte, mf bool, drop map[string]bool) []byte {
+	var meta member
+	found := false
+	members(obj, 0, func(m member) bool {
+		if string(m.key) == "metadata" {
+			meta, found = m, true
+			return false
+		}
+		return true
+	})
+	if !found || obj[meta.val] != '{' {
+		return obj
+	}
+	var (
+		kept   []member // metadata's members, but managedFields
+		ann    member
+		hasAnn bool
+		cutMF  bool
+	)
+	if !members(obj, meta.val, func(m member) bool {
+		switch {
+		case mf && bytes.Equal(m.key, managedFieldsKey):
+			cutMF = true
+			return true
+		case string(m.key) == "annotations" && obj[m.val] == '{':
+			ann, hasAnn = m, true
+		}
+		kept = append(kept, m)
+		return true
+	}) {
+		return obj
+	}
+	var annKept []member
+	cutAnn := false
+	if hasAnn && !members(obj, ann.val, func(m member) bool {
+		if m.key != nil && drop[string(m.key)] {
+			cutAnn = true
+		} else {
+			annKept = append(annKept, m)
+		}
+		return true
+	}) {
+		cutAnn = false
+	}
+	if !cutMF && !cutAnn {
+		return obj
+	}
+	out := append(dst[:0], obj[:meta.val]...)
+	out = append(out, '{')
+	for i, m := range kept {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		if cutAnn && m.start == ann.start {
+			out = append(out, obj[m.start:m.val]...) // the key and its colon
+			out = append(out, '{')
+			for j, a := range annKept {
+				if j > 0 {
+					out = append(out, ',')
+				}
+				out = append(out, obj[a.start:a.end]...)
+			}
+			out = append(out, '}')
+			continue
+		}
+		out = append(out, obj[m.start:m.end]...)
+	}
+	out = append(out, '}')
+	return append(out, obj[meta.end:]...)
+}

@@ -112,7 +112,7 @@ func TestProjectionInformer(t *testing.T) {
 	// The same type from a Factory over the server's config.
 	fake := sourcetest.NewFake(sourcetest.FakeOptions[*corev1.Pod]{Objects: pods})
 	srv := podserver.New(t, fake)
-	f, err := factory.New(srv.Config(), factory.Options{Mapper: podserver.Mapper()})
+	f, err := factory.New(srv.Config(), factory.Options{Mapper: podserver.Mapper(), DropAnnotations: []string{"prometheus.io/port"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,6 +135,11 @@ func TestProjectionInformer(t *testing.T) {
 	}
 	if got := inf.Store().Len(); got != n || n == 0 {
 		t.Errorf("factory informer of summaries in %s: %d cached, want %d", pods[0].Namespace, got, n)
+	}
+	for _, s := range inf.Store().List() {
+		if _, ok := s.Annotations["prometheus.io/port"]; ok || len(s.Annotations) == 0 {
+			t.Fatalf("factory informer: %s has annotations %v, want all but the dropped one", s.Name, s.Annotations)
+		}
 	}
 }
 

@@ -236,7 +236,7 @@ func valueDecoder(p, full reflect.Type, at string) (protoValue, error) {
 			if w != protoWireBytes {
 				return wireError(at, w)
 			}
-			return s.decode(v, b, nil)
+			return s.decode(v, b, nil, metaCut{})
 		}, nil
 	case reflect.String:
 		return func(v reflect.Value, w uint64, _ uint64, b []byte) error {
@@ -323,9 +323,9 @@ func wireError(at string, w uint64) error {
 }
 
 // decode decodes the message b into the struct v. For the object's own
-// message, cut (not nil) is room for a copy of its metadata without
-// managedFields.
-func (s *protoStruct) decode(v reflect.Value, b []byte, cut *[]byte) error {
+// message, mc says what to cut from its metadata first, and cut is room
+// for the cut copy.
+func (s *protoStruct) decode(v reflect.Value, b []byte, cut *[]byte, mc metaCut) error {
 	if len(s.sized) > 0 {
 		// Count the elements of each slice, to allocate each once.
 		var counts [maxSized]int
@@ -350,8 +350,8 @@ func (s *protoStruct) decode(v reflect.Value, b []byte, cut *[]byte) error {
 			return nil
 		}
 		f := s.fields[num]
-		if f.meta && cut != nil && w == protoWireBytes {
-			val = cutMetaManagedFields(val, cut)
+		if f.meta && mc.any() && w == protoWireBytes {
+			val = mc.cutMeta(val, cut)
 		}
 		return f.dec(v.FieldByIndex(f.index), w, u, val)
 	})
@@ -457,31 +457,4 @@ func skipGroup(b []byte, num uint64) ([]byte, error) {
 		}
 	}
 	return nil, fmt.Errorf("%w: group %d not ended", errProtoMessage, num)
-}
-
-// cutMetaManagedFields returns the ObjectMeta message meta without its
-// managedFields, copied into *buf if it has any.
-func cutMetaManagedFields(meta []byte, buf *[]byte) []byte {
-	has := false
-	if eachField(meta, func(num int, wire uint64, _, _ []byte) error {
-		if num == protoFieldManagedFields && wire == protoWireBytes {
-			has = true
-			return errFound
-		}
-		return nil
-	}) == nil && !has {
-		return meta
-	}
-	o := (*buf)[:0]
-	err := eachField(meta, func(num int, wire uint64, field, _ []byte) error {
-		if num != protoFieldManagedFields || wire != protoWireBytes {
-			o = append(o, field...)
-		}
-		return nil
-	})
-	if err != nil {
-		return meta // the decoder reports what is wrong with it
-	}
-	*buf = o
-	return o
 }

@@ -58,7 +58,7 @@ func FuzzProjectionProto(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var got fuzzView
 		var cut []byte
-		gotErr := plan.decode(reflect.ValueOf(&got).Elem(), b, &cut)
+		gotErr := plan.decode(reflect.ValueOf(&got).Elem(), b, &cut, metaCut{managedFields: true})
 		var pod corev1.Pod
 		if pod.Unmarshal(b) != nil {
 			return // malformed: an error or a partial decode, both fine

@@ -20,12 +20,69 @@ const (
 // errFound stops a walk of fields at the one it looks for.
 var errFound = errors.New("found")
 
-// cutProtoManagedFields returns obj, a protobuf message whose field 1 is an
-// ObjectMeta, without that ObjectMeta's managedFields, built in *buf (which
+// protoFieldAnnotations is ObjectMeta's annotations (map entries: key 1,
+// value 2).
+const protoFieldAnnotations = 12
+
+// metaCut says what a source cuts from every object's ObjectMeta.
+type metaCut struct {
+	managedFields bool
+	annotations   map[string]bool // keys; nil: none
+}
+
+func (c metaCut) any() bool { return c.managedFields || c.annotations != nil }
+
+// drops reports whether the field of an ObjectMeta message is cut.
+func (c metaCut) drops(num int, wire uint64, val []byte) bool {
+	switch {
+	case wire != protoWireBytes:
+		return false
+	case num == protoFieldManagedFields:
+		return c.managedFields
+	case num == protoFieldAnnotations && c.annotations != nil:
+		var key []byte
+		_ = eachField(val, func(n int, w uint64, _, v []byte) error {
+			if n == 1 && w == protoWireBytes {
+				key = v
+				return errFound
+			}
+			return nil
+		})
+		return c.annotations[string(key)]
+	}
+	return false
+}
+
+// cutMeta returns the ObjectMeta message meta without the fields c cuts,
+// copied into *buf if it has any; meta itself if not, or if it does not
+// parse (the decoder reports what is wrong with it).
+func (c metaCut) cutMeta(meta []byte, buf *[]byte) []byte {
+	cut := 0
+	if eachField(meta, func(num int, wire uint64, field, val []byte) error {
+		if c.drops(num, wire, val) {
+			cut += len(field)
+		}
+		return nil
+	}) != nil || cut == 0 {
+		return meta
+	}
+	o := (*buf)[:0]
+	_ = eachField(meta, func(num int, wire uint64, field, val []byte) error {
+		if !c.drops(num, wire, val) {
+			o = append(o, field...)
+		}
+		return nil
+	})
+	*buf = o
+	return o
+}
+
+// cutProtoMeta returns obj, a protobuf message whose field 1 is an
+// ObjectMeta, without the ObjectMeta fields c cuts, built in *buf (which
 // it grows and keeps); obj itself when it has none. ok is false, and obj is
 // returned, if obj does not parse as such a message: the caller decodes it
 // whole then, and the decoder reports what is wrong with it.
-func cutProtoManagedFields(obj []byte, buf *[]byte) (out []byte, ok bool) {
+func (c metaCut) cutProtoMeta(obj []byte, buf *[]byte) (out []byte, ok bool) {
 	// The first metadata field: obj[start:end], its value meta.
 	start, end, at := -1, 0, 0
 	var meta []byte
@@ -43,12 +100,9 @@ func cutProtoManagedFields(obj []byte, buf *[]byte) (out []byte, ok bool) {
 	if start < 0 {
 		return obj, true
 	}
-	isManagedFields := func(num int, wire uint64) bool {
-		return num == protoFieldManagedFields && wire == protoWireBytes
-	}
-	cut := 0 // bytes of managedFields in meta
-	if eachField(meta, func(num int, wire uint64, field, _ []byte) error {
-		if isManagedFields(num, wire) {
+	cut := 0 // bytes cut from meta
+	if eachField(meta, func(num int, wire uint64, field, val []byte) error {
+		if c.drops(num, wire, val) {
 			cut += len(field)
 		}
 		return nil
@@ -61,8 +115,8 @@ func cutProtoManagedFields(obj []byte, buf *[]byte) (out []byte, ok bool) {
 	o := append((*buf)[:0], obj[:start]...)
 	o = binary.AppendUvarint(o, protoFieldMetadata<<3|protoWireBytes)
 	o = binary.AppendUvarint(o, uint64(len(meta)-cut))
-	_ = eachField(meta, func(num int, wire uint64, field, _ []byte) error {
-		if !isManagedFields(num, wire) {
+	_ = eachField(meta, func(num int, wire uint64, field, val []byte) error {
+		if !c.drops(num, wire, val) {
 			o = append(o, field...)
 		}
 		return nil

@@ -15,7 +15,7 @@ func decodeBoth(obj []byte) (whole, cut *corev1.Pod, cutLen int, wholeErr, cutEr
 	wholeErr = whole.Unmarshal(obj)
 	whole.ManagedFields = nil
 	var buf []byte
-	b, _ := cutProtoManagedFields(obj, &buf)
+	b, _ := metaCut{managedFields: true}.cutProtoMeta(obj, &buf)
 	var scratch []byte
 	cut, cutErr = protoWatch(nil, true).src.unmarshal(obj, &scratch)
 	if cut != nil {
@@ -56,7 +56,7 @@ func TestCutProtoManagedFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf []byte
-	if out, ok := cutProtoManagedFields(bobj, &buf); !ok || &out[0] != &bobj[0] || len(out) != len(bobj) {
+	if out, ok := (metaCut{managedFields: true}).cutProtoMeta(bobj, &buf); !ok || &out[0] != &bobj[0] || len(out) != len(bobj) {
 		t.Errorf("a pod without managedFields: ok %v, copied %v", ok, &out[0] != &bobj[0])
 	}
 
@@ -88,7 +88,7 @@ func TestCutProtoFallsBackToWhole(t *testing.T) {
 		t.Fatalf("the generated decoder no longer reads across the entry: %v; the test needs other bytes", werr)
 	}
 	var buf []byte
-	if b, _ := cutProtoManagedFields(obj, &buf); new(corev1.Pod).Unmarshal(b) == nil {
+	if b, _ := (metaCut{managedFields: true}).cutProtoMeta(obj, &buf); new(corev1.Pod).Unmarshal(b) == nil {
 		t.Fatalf("the cut bytes %d of %d decode: the test does not reach the fallback", n, len(obj))
 	}
 	if cerr != nil {

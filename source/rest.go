@@ -61,6 +61,15 @@ type RESTOptions struct {
 	// (about a third of a server pod's bytes) and says so in its Info, so
 	// an informer over it asked to keep them fails at construction.
 	KeepManagedFields bool
+	// DropAnnotations are annotation keys the source drops from every
+	// object, as it drops managedFields: cut from a watch event's bytes,
+	// and from a protobuf list item's, before the object is decoded, and
+	// deleted from the decoded object where the bytes were not cut (a
+	// JSON LIST). kubectl's last-applied configuration
+	// (corev1.LastAppliedConfigAnnotation) is often the largest field of
+	// an object that was ever applied with kubectl. An object left with
+	// no annotations has a nil map. Default: none.
+	DropAnnotations []string
 }
 
 // FromConfig lists and watches T's resource through a REST client made
@@ -78,6 +87,16 @@ type RESTOptions struct {
 func FromConfig[T cache.Object](cfg *rest.Config, opts RESTOptions) (Source[T], error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("%w: FromConfig: nil config", ErrNilSource)
+	}
+	var dropAnn map[string]bool
+	for i, k := range opts.DropAnnotations {
+		if k == "" {
+			return nil, fmt.Errorf("source: FromConfig: DropAnnotations[%d] is empty", i)
+		}
+		if dropAnn == nil {
+			dropAnn = map[string]bool{}
+		}
+		dropAnn[k] = true
 	}
 	if opts.DecodeWorkers < 0 {
 		return nil, fmt.Errorf("source: FromConfig: DecodeWorkers is %d, want 0 or more", opts.DecodeWorkers)
@@ -156,8 +175,8 @@ func FromConfig[T cache.Object](cfg *rest.Config, opts RESTOptions) (Source[T], 
 		return q
 	}
 	rs := &restSource[T]{request: req, namespace: opts.Namespace, gvk: gvk, workers: opts.DecodeWorkers,
-		cutMF: !opts.KeepManagedFields,
-		info:  Info{Resource: r, WatchList: true, Exclusive: true, NoManagedFields: !opts.KeepManagedFields}}
+		cutMF: !opts.KeepManagedFields, dropAnn: dropAnn,
+		info: Info{Resource: r, WatchList: true, Exclusive: true, NoManagedFields: !opts.KeepManagedFields}}
 	if opts.Protobuf {
 		return &protoSource[T]{rest: rs, newT: newT, proj: plan}, nil
 	}

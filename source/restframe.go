@@ -125,7 +125,12 @@ func (s *restSource[T]) decodeFrame(line []byte, cutMF bool, scratch *[]byte) (E
 		}
 		return s.event(watch.Error, *new(T), status, true)
 	}
-	if cutMF {
+	switch {
+	case s.dropAnn != nil:
+		if cut := cutMetadata(*scratch, obj, cutMF, s.dropAnn); len(cut) < len(obj) {
+			obj, *scratch = cut, cut
+		}
+	case cutMF:
 		if cut := cutManagedFields(*scratch, obj); len(cut) < len(obj) {
 			obj, *scratch = cut, cut
 		}

@@ -28,7 +28,10 @@ type restSource[T cache.Object] struct {
 	gvk       schema.GroupVersionKind
 	workers   int  // RESTOptions.DecodeWorkers
 	cutMF     bool // drop managedFields (not RESTOptions.KeepManagedFields)
-	info      Info
+	// dropAnn are the annotation keys dropped (RESTOptions.DropAnnotations);
+	// nil if none.
+	dropAnn map[string]bool
+	info    Info
 }
 
 // Info tells the mapped resource and its scope; an API server streams
@@ -146,7 +149,33 @@ func (s *restSource[T]) check(obj T) error {
 		return fmt.Errorf("%w: want %v, got %v", ErrWrongType, s.gvk, gvk)
 	}
 	ok.SetGroupVersionKind(schema.GroupVersionKind{})
+	s.dropAnnotations(obj)
 	return nil
+}
+
+// metaCut is what the source cuts from every object's metadata bytes.
+func (s *restSource[T]) metaCut() metaCut {
+	return metaCut{managedFields: s.cutMF, annotations: s.dropAnn}
+}
+
+// dropAnnotations deletes the dropped annotations from obj, which nobody
+// else has seen yet. The bytes usually had them cut already; this also
+// catches what the cut does not recognise (an escaped key, a whole LIST
+// decoded at once), so that no path keeps one.
+func (s *restSource[T]) dropAnnotations(obj T) {
+	if s.dropAnn == nil {
+		return
+	}
+	a := obj.GetAnnotations()
+	if a == nil {
+		return
+	}
+	for k := range s.dropAnn {
+		delete(a, k)
+	}
+	if len(a) == 0 {
+		obj.SetAnnotations(nil) // as if the object had none, whichever path decoded it
+	}
 }
 
 func (s *restSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (Watcher[T], error) {

@@ -118,35 +118,34 @@ func (p *protoSource[T]) decodeList(body []byte) (List[T], error) {
 // an object into an error.
 func (p *protoSource[T]) unmarshal(obj []byte, cut *[]byte) (T, error) {
 	t := p.newT()
-	if p.proj != nil {
-		var room *[]byte
-		if p.rest.cutMF {
-			room = cut
-		}
-		err := p.proj.decode(reflect.ValueOf(t).Elem(), obj, room)
+	mc := p.rest.metaCut()
+	defer func() {
 		if cap(*cut) > maxKeptLine {
 			*cut = nil
 		}
+	}()
+	if p.proj != nil {
+		err := p.proj.decode(reflect.ValueOf(t).Elem(), obj, cut, mc)
+		p.rest.dropAnnotations(t)
 		return t, err
 	}
 	u, _ := any(t).(protoUnmarshaler)
-	if !p.rest.cutMF {
+	if !mc.any() {
 		return t, u.Unmarshal(obj)
 	}
-	c, _ := cutProtoManagedFields(obj, cut)
-	if cap(*cut) > maxKeptLine {
-		*cut = nil
+	c, _ := mc.cutProtoMeta(obj, cut)
+	err := u.Unmarshal(c)
+	if err != nil && len(c) != len(obj) {
+		t = p.newT()
+		u, _ = any(t).(protoUnmarshaler)
+		err = u.Unmarshal(obj)
 	}
-	if err := u.Unmarshal(c); err == nil || len(c) == len(obj) {
-		// Whatever the bytes held (cutProtoManagedFields leaves a message
-		// it cannot parse alone): an object nobody else has seen yet.
+	// Whatever the bytes held (cutProtoMeta leaves a message it cannot
+	// parse alone): an object nobody else has seen yet.
+	if p.rest.cutMF {
 		t.SetManagedFields(nil)
-		return t, err
 	}
-	t = p.newT()
-	u, _ = any(t).(protoUnmarshaler)
-	err := u.Unmarshal(obj)
-	t.SetManagedFields(nil)
+	p.rest.dropAnnotations(t)
 	return t, err
 }
 
