@@ -20,6 +20,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"stamp": stamp,
 	"ago":   func(now, t time.Time) string { return roundAge(now.Sub(t)) },
 	"deref": func(p *int64) int64 { return *p },
+	"bytes": humanBytes,
 	"lastEvent": func(is InformerStatus) string {
 		if is.LastEventAgeSeconds != nil {
 			return roundAge(time.Duration(*is.LastEventAgeSeconds*float64(time.Second))) + " ago"
@@ -166,4 +167,19 @@ func wantsJSON(req *http.Request) bool {
 		}
 	}
 	return best == "application/json"
+}
+
+// humanBytes writes n bytes as people read them: "512 B", "3.4 KiB",
+// "1.2 GiB".
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	f, i := float64(n), -1
+	for f >= unit && i < 4 {
+		f /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", f, "KMGTP"[i])
 }

@@ -220,6 +220,14 @@ type InformerStatus struct {
 	ResourceVersion string `json:"resourceVersion"`
 	// Objects is the number of cached objects.
 	Objects int `json:"objects"`
+	// EstimatedBytes is what the cached objects hold, by the informer's
+	// estimate (typed.Status.Size), and BytesPerObject an object's share.
+	EstimatedBytes int64 `json:"estimatedBytes"`
+	BytesPerObject int64 `json:"bytesPerObject"`
+	// BudgetBytes is the informer's memory budget, 0 without one;
+	// OverBudget whether the estimate is past it.
+	BudgetBytes int64 `json:"budgetBytes,omitempty"`
+	OverBudget  bool  `json:"overBudget,omitempty"`
 	// Error is the last error since the source last answered well; nil
 	// when healthy.
 	Error *ErrorStatus `json:"error,omitempty"`
@@ -296,6 +304,10 @@ func (e *Entry) status(now time.Time) InformerStatus {
 		Objects:         inf.objects(),
 		Registered:      e.added,
 		Counts:          st.Stats,
+		EstimatedBytes:  st.Size.EstimatedBytes,
+		BytesPerObject:  st.Size.BytesPerObject,
+		BudgetBytes:     st.Size.Budget,
+		OverBudget:      st.Size.OverBudget,
 	}
 	if st.LastError != nil {
 		is.Error = &ErrorStatus{

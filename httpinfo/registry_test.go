@@ -96,6 +96,8 @@ func TestSnapshot(t *testing.T) {
 			Name: "shop-secrets", Synced: true, ResourceVersion: fake.ResourceVersion(), Objects: 5,
 			Registered: registered,
 			Counts:     st,
+			// The informer's own estimate, which TestSizeEstimate checks.
+			EstimatedBytes: status.Size.EstimatedBytes, BytesPerObject: status.Size.BytesPerObject,
 			Handlers: []httpinfo.HandlerStatus{
 				{Name: "plain", Synced: true, Pending: 3, Panics: 1},
 				{Name: "coalescing", Pending: 2, Merged: &seven},

@@ -159,6 +159,13 @@ type Snapshot struct {
 	// cache diverged. Mutations counts cached objects found mutated
 	// (typed.Options.DetectMutations).
 	ConsistencyChecks, Divergences, Mutations int
+	// Objects is the number of objects in the cache; EstimatedBytes what
+	// they hold by the informer's estimate (typed.Size); BudgetBytes the
+	// informer's memory budget, 0 without one, and OverBudget whether
+	// the estimate is past it.
+	Objects                     int
+	EstimatedBytes, BudgetBytes int64
+	OverBudget                  bool
 }
 
 // Replica is one replica's state in a group that shards a resource (a

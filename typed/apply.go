@@ -30,6 +30,9 @@ type applier[T cache.Object] struct {
 	listed  map[cache.Key]int // key -> index in list; for a fresh list, nil until needed (index)
 	list    []cache.Entry[T]  // in order of first appearance; zero Key: removed
 	left    int               // deltas of the batch being taken from the current one on
+	listNew int               // objects of the list the cache does not hold (MemoryBudget)
+
+	budgetHit bool // an object was refused for the MemoryBudget in this batch (size.go)
 
 	// Quarantine (quarantine.go), the writer's alone: the quarantined
 	// objects, whether they changed since readers last saw them, and the
@@ -55,6 +58,7 @@ func (a *applier[T]) run(ctx context.Context) error {
 			a.take(&ds[i])
 		}
 		a.flush()
+		a.checkBudget()
 		a.publishQuarantine()
 		if a.seen != "" {
 			a.inf.observe(a.seen, a.rev)
@@ -76,6 +80,9 @@ func (a *applier[T]) take(d *fifo.Delta[T]) {
 			return
 		}
 		if d.ResourceVersion == "" && a.staleEvent(d) {
+			return
+		}
+		if d.Type != fifo.Deleted && a.refusesNew(0) && a.holdsBack(d) {
 			return
 		}
 		if len(a.held) > 0 {
@@ -140,6 +147,7 @@ func (a *applier[T]) startList() {
 		a.listed = map[cache.Key]int{}
 	}
 	a.listRefused = nil
+	a.listNew = 0
 }
 
 // index makes the key index of the list collected so far, which a fresh
@@ -172,6 +180,13 @@ func (a *applier[T]) collect(d *fifo.Delta[T]) {
 		return
 	}
 	e := d.Entry
+	if _, held := a.inf.writer.Entry(k); !held {
+		if a.refusesNew(a.listNew + 1) {
+			a.listRefuse(&fifo.Delta[T]{Type: fifo.Replaced, Entry: cache.Entry[T]{Key: k}, ResourceVersion: e.Object.GetResourceVersion(), Err: ErrOverBudget})
+			return
+		}
+		a.listNew++
+	}
 	if len(a.list) == cap(a.list) {
 		a.list = slices.Grow(a.list, a.left) // the rest of the batch may be listed too: grow once for it
 	}

@@ -99,6 +99,7 @@ type Informer[T cache.Object] struct {
 	consistent consistency
 	mutations  *mutationDetector[T]
 	strs       *intern.Interner[T] // nil: strings are not shared (intern.go)
+	size       sizeState           // the cache's size estimate (size.go)
 
 	// Moves of a sharded informer (move.go): what it holds on to, the
 	// Moved deltas the writer has handled, and whether the cache holds a
@@ -144,6 +145,9 @@ func NewInformer[T cache.Object](src source.Source[T], opts Options[T]) (*Inform
 	tweak, err := requestOptions(opts)
 	if err != nil {
 		return nil, fmt.Errorf("typed: informer %s: %w", name, err)
+	}
+	if b := opts.MemoryBudget; b != nil && b.Bytes <= 0 {
+		return nil, fmt.Errorf("typed: informer %s: MemoryBudget.Bytes is %d, want more than 0 (or no MemoryBudget)", name, b.Bytes)
 	}
 	w, err := cache.NewWriter(cache.Options[T]{
 		Indexers: opts.Indexers, LabelIndexes: opts.LabelIndexes,

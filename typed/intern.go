@@ -29,8 +29,10 @@ func newSharer[T cache.Object](info source.Info, opts Options[T]) *intern.Intern
 // way, and is reported.
 func (inf *Informer[T]) share(obj T) {
 	if inf.strs == nil {
+		inf.size.sample(obj)
 		return
 	}
+	defer inf.size.sample(obj) // the shared strings are what it holds
 	if err := inf.strs.Strings(obj); err != nil {
 		inf.reportAsync(err)
 	}

@@ -52,6 +52,8 @@ func (inf *Informer[T]) metricsState(s *metrics.Snapshot) {
 
 		Quarantined: len(st.Quarantined), Refused: st.Checks.Refused,
 		ConsistencyChecks: st.Checks.ConsistencyChecks, Divergences: st.Checks.Divergences, Mutations: st.Checks.Mutations,
+
+		Objects: st.Size.Objects, EstimatedBytes: st.Size.EstimatedBytes, BudgetBytes: st.Size.Budget, OverBudget: st.Size.OverBudget,
 	}
 	inf.mu.Lock()
 	defer inf.mu.Unlock()

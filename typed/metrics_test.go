@@ -122,6 +122,10 @@ func metricsHooks(t *testing.T, withMetrics bool) {
 		Synced: true, Stats: metrics.Stats{Lists: 1, Watches: 3, WatchRestarts: 2, Events: 2, Bookmarks: 1, Errors: 1},
 		LastEventTime: st.LastEventTime, ResourceVersion: fake.ResourceVersion(),
 		Handlers: []metrics.Handler{{Name: "shop#1"}},
+		Objects:  inf.Store().Len(), EstimatedBytes: inf.Status().Size.EstimatedBytes,
+	}
+	if wantSnap.Objects > 0 && wantSnap.EstimatedBytes <= 0 {
+		t.Errorf("%d objects estimated at %d bytes", wantSnap.Objects, wantSnap.EstimatedBytes)
 	}
 	if diff := cmp.Diff(wantSnap, s); diff != "" {
 		t.Errorf("state (-want +got):\n%s", diff)

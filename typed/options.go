@@ -134,6 +134,12 @@ type Options[T cache.Object] struct {
 	// metrics; metrics/prometheus exports them). Default: nil, none are
 	// reported and the informer does no work for them.
 	Metrics metrics.Metrics
+	// MemoryBudget, if set, is what the informer's cache may hold by its
+	// size estimate (Status().Size): crossing it is reported (an
+	// *OverBudgetError to the ErrorHandler, the metrics, the debug page)
+	// and, with Refuse, the cache takes no new objects past it. Default:
+	// nil, no budget; the size is estimated all the same.
+	MemoryBudget *MemoryBudget
 	// Shard, if set, restricts the informer to one shard of the resource
 	// (see Shard; package sharding makes them). Default: nil, every
 	// object.

@@ -168,7 +168,9 @@ func (a *applier[T]) quarantine(k cache.Key, rv string, reason error, stale bool
 	a.heldChanged = true
 	if !had || old.ResourceVersion != rv {
 		a.inf.poison.refused.Add(1)
-		a.inf.reportAsync(&RefusedError{Key: k, ResourceVersion: rv, Err: reason, Quarantined: true})
+		if !errors.Is(reason, ErrOverBudget) { // reported once, as an *OverBudgetError
+			a.inf.reportAsync(&RefusedError{Key: k, ResourceVersion: rv, Err: reason, Quarantined: true})
+		}
 	}
 }
 

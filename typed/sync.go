@@ -200,6 +200,8 @@ type Status struct {
 	Quarantined []Quarantined
 	// Checks are what the informer's safety nets found.
 	Checks Checks
+	// Size is the estimate of what the cache holds, and its budget.
+	Size Size
 }
 
 // Status returns the informer's status.
@@ -210,5 +212,5 @@ func (inf *Informer[T]) Status() Status {
 	}
 	return Status{LastError: s.LastError, LastErrorTime: s.LastErrorTime, StaleSince: s.StaleSince,
 		LastEventTime: inf.lastEventTime(), Stats: s.Stats, Shard: s.Shard,
-		Quarantined: inf.poison.list(), Checks: inf.checks()}
+		Quarantined: inf.poison.list(), Checks: inf.checks(), Size: inf.Size()}
 }

@@ -52,6 +52,14 @@ var (
 		"Consistency checks that found the informer's cache diverged from the server (each repaired by a relist).", informerLabels, nil)
 	mutationsDesc = prometheus.NewDesc("informer_cache_mutations_total",
 		"Cached objects the informer's mutation detector found changed.", informerLabels, nil)
+	objectsDesc = prometheus.NewDesc("informer_objects",
+		"Objects in the informer's cache.", informerLabels, nil)
+	estimatedBytesDesc = prometheus.NewDesc("informer_estimated_bytes",
+		"Bytes the objects of the informer's cache hold, estimated from a sample of them (shared strings counted in each object: an upper bound).", informerLabels, nil)
+	budgetDesc = prometheus.NewDesc("informer_memory_budget_bytes",
+		"The informer's memory budget (typed.Options.MemoryBudget); absent without one.", informerLabels, nil)
+	overBudgetDesc = prometheus.NewDesc("informer_over_memory_budget",
+		"1 while the informer's estimated bytes are past its memory budget, else 0; absent without a budget.", informerLabels, nil)
 )
 
 // stateCollector reads every registered informer's state at collection.
@@ -62,7 +70,8 @@ func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{queuedItemsDesc, storeRVDesc, syncedDesc, listsDesc, watchListsDesc,
 		relistsDesc, watchesDesc, restartsDesc, lastErrorDesc, sinceEventDesc, pendingDesc, panicsDesc, mergedDesc,
 		shardClientDesc, shardFilteredDesc,
-		quarantinedDesc, refusedDesc, idleWatchesDesc, consistencyChecksDesc, divergencesDesc, mutationsDesc} {
+		quarantinedDesc, refusedDesc, idleWatchesDesc, consistencyChecksDesc, divergencesDesc, mutationsDesc,
+		objectsDesc, estimatedBytesDesc, budgetDesc, overBudgetDesc} {
 		ch <- d
 	}
 }
@@ -107,6 +116,12 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(consistencyChecksDesc, s.ConsistencyChecks)
 		counter(divergencesDesc, s.Divergences)
 		counter(mutationsDesc, s.Mutations)
+		gauge(objectsDesc, float64(s.Objects))
+		gauge(estimatedBytesDesc, float64(s.EstimatedBytes))
+		if s.BudgetBytes > 0 {
+			gauge(budgetDesc, float64(s.BudgetBytes))
+			gauge(overBudgetDesc, bit(s.OverBudget))
+		}
 		if s.Shard.Selector != "" {
 			gauge(shardClientDesc, bit(s.Shard.ClientFiltering))
 			counter(shardFilteredDesc, s.Shard.Filtered)

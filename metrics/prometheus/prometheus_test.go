@@ -221,6 +221,12 @@ func TestScriptedRun(t *testing.T) {
 				want[pods("informer_seconds_since_last_event")] = time.Since(inf.Status().LastEventTime).Seconds()
 			}
 			want[pods("informer_store_resource_version")] = float64(rvOf(t, inf.LastSyncResourceVersion()))
+			size := inf.Status().Size
+			want[pods("informer_objects")] = float64(inf.Store().Len())
+			want[pods("informer_estimated_bytes")] = float64(size.EstimatedBytes)
+			if size.Objects > 0 && size.EstimatedBytes <= 0 {
+				t.Errorf("after %s: %d objects, estimated at %d bytes", st.name, size.Objects, size.EstimatedBytes)
+			}
 			if diff := cmp.Diff(want, gather(t, reg, "informer_")); diff != "" {
 				t.Errorf("after %s: metrics (-want +got):\n%s", st.name, diff)
 			}
