@@ -57,7 +57,7 @@ func (e *OverBudgetError) Unwrap() error { return ErrOverBudget }
 
 // Size is an estimate of what an informer's cache holds. The bytes of an
 // object are what it references, walked field by field on a sample of
-// the objects the cache takes (one in sampleEvery): a string or map that
+// the objects the cache takes (the first 16, then one in 256): a string or map that
 // several objects share is counted in each, so the estimate is an upper
 // bound under interning, and within a tenth or so of the heap for
 // objects that share nothing.
@@ -76,9 +76,13 @@ type Size struct {
 	OverBudget bool
 }
 
-// sampleEvery is how often the writer sizes an object it caches: the
-// first, then one in sampleEvery.
-const sampleEvery = 32
+// The writer sizes the first sampleFirst objects it caches, then one in
+// sampleEvery: sizing a pod takes a few microseconds, a few percent of
+// the cost of a watch event once spread over sampleEvery of them.
+const (
+	sampleFirst = 16
+	sampleEvery = 256
+)
 
 // sizeState is the informer's size estimate: sampled by the writer,
 // read by anyone.
@@ -89,11 +93,12 @@ type sizeState struct {
 	refusing atomic.Bool // over, with Refuse
 }
 
-// sample sizes obj, one in sampleEvery, into the moving mean (weight
-// 1/16 for the newest sample). It runs on the writer's goroutine.
+// sample sizes obj, if it is one of those sampled, into the moving mean
+// (weight 1/16 for the newest sample). It runs on the writer's
+// goroutine.
 func (s *sizeState) sample(obj any) {
 	s.seen++
-	if s.seen%sampleEvery != 1 {
+	if s.seen > sampleFirst && s.seen%sampleEvery != 0 {
 		return
 	}
 	n := objsize.Of(obj)

@@ -16,7 +16,7 @@ import (
 
 // TestSizeEstimate: after a sync of server pods, the informer knows how
 // many objects it holds and estimates their bytes near the mean of every
-// cached object's size (it sizes one in 32).
+// cached object's size (it sizes the first 16, then one in 256).
 func TestSizeEstimate(t *testing.T) {
 	fake := fakeOf(sourcetest.FakeOptions[*corev1.Pod]{}, bench.Pods(2000, bench.PodOptions{Labels: bench.LabelsStatefulSet})...)
 	inf, err := typed.NewInformer(fake, typed.Options[*corev1.Pod]{})

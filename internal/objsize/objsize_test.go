@@ -90,3 +90,12 @@ func TestOfPodsNearTheHeap(t *testing.T) {
 		t.Errorf("estimate %.2fx the heap, want within a quarter", ratio)
 	}
 }
+
+func BenchmarkOfPod(b *testing.B) {
+	p := bench.Pod(1, bench.PodOptions{})
+	p.ManagedFields = nil
+	b.ReportAllocs()
+	for b.Loop() {
+		objsize.Of(p)
+	}
+}
