@@ -35,6 +35,11 @@ type PodOptions struct {
 	// Labels chooses how labels are laid out over the pods. Default:
 	// [LabelsFriendly].
 	Labels Labels
+	// LastApplied adds kubectl's last-applied-configuration annotation
+	// as `kubectl apply` writes it for the pod (its metadata and spec as
+	// JSON, about 2 KB), as for pods applied by hand or by a tool that
+	// applies client-side.
+	LastApplied bool
 }
 
 // Labels is a layout of labels over the pods of [Pods].
@@ -227,6 +232,15 @@ func Pod(i int, opts PodOptions) *corev1.Pod {
 				containerStatus("proxy", "registry.example.com/mesh/proxy:2.1.7", i, now),
 			},
 		},
+	}
+	if opts.LastApplied {
+		applied := map[string]any{"apiVersion": "v1", "kind": "Pod",
+			"metadata": map[string]any{"name": p.Name, "namespace": p.Namespace, "labels": p.Labels}, "spec": p.Spec}
+		b, err := json.Marshal(applied)
+		if err != nil {
+			panic(err) // a fixture of this package's own types
+		}
+		p.Annotations[corev1.LastAppliedConfigAnnotation] = string(b) + "\n"
 	}
 	if opts.ManagedFields {
 		p.ManagedFields = managedFields(now)
