@@ -41,7 +41,7 @@ groups=(
 	"decode;DecodeWatchEvent;;1s"
 	"lister;Lister;;1s"
 	"sync;InitialSync;;1s"
-	"heap;HeapPerPod;;1x"
+	"heap;HeapPerPod\$;;1x"
 	"relist;RelistPeakHeap;;1x"
 )
 
