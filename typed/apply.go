@@ -30,7 +30,7 @@ type applier[T cache.Object] struct {
 	listed  map[cache.Key]int // key -> index in list; for a fresh list, nil until needed (index)
 	list    []cache.Entry[T]  // in order of first appearance; zero Key: removed
 	left    int               // deltas of the batch being taken from the current one on
-	listNew int               // objects of the list the cache does not hold (MemoryBudget)
+	listNew int               // objects of the list the cache does not hold (MemoryBudget with Refuse)
 
 	budgetHit bool // an object was refused for the MemoryBudget in this batch (size.go)
 
@@ -180,12 +180,14 @@ func (a *applier[T]) collect(d *fifo.Delta[T]) {
 		return
 	}
 	e := d.Entry
-	if _, held := a.inf.writer.Entry(k); !held {
-		if a.refusesNew(a.listNew + 1) {
-			a.listRefuse(&fifo.Delta[T]{Type: fifo.Replaced, Entry: cache.Entry[T]{Key: k}, ResourceVersion: e.Object.GetResourceVersion(), Err: ErrOverBudget})
-			return
+	if b := a.inf.opts.MemoryBudget; b != nil && b.Refuse {
+		if _, held := a.inf.writer.Entry(k); !held {
+			if a.refusesNew(a.listNew + 1) {
+				a.listRefuse(&fifo.Delta[T]{Type: fifo.Replaced, Entry: cache.Entry[T]{Key: k}, ResourceVersion: e.Object.GetResourceVersion(), Err: ErrOverBudget})
+				return
+			}
+			a.listNew++
 		}
-		a.listNew++
 	}
 	if len(a.list) == cap(a.list) {
 		a.list = slices.Grow(a.list, a.left) // the rest of the batch may be listed too: grow once for it
