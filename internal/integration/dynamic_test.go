@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -92,6 +93,29 @@ func createEstablishedCRD(ctx context.Context, t *testing.T, dyn dynamic.Interfa
 		return err == nil
 	})
 	return gvr
+}
+
+// waitDiscovered waits until discovery lists gvr: a CRD's resource can be
+// served (createEstablishedCRD) a moment before discovery says so, and
+// FromConfig maps kinds through discovery.
+func waitDiscovered(t *testing.T, cfg *rest.Config, gvr schema.GroupVersionResource) {
+	t.Helper()
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it.Eventually(t, "discovery lists "+gvr.String(), func() bool {
+		rl, err := dc.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+		if err != nil {
+			return false
+		}
+		for _, r := range rl.APIResources {
+			if r.Name == gvr.Resource {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // confNamespace creates a fresh namespace for one conformance check.

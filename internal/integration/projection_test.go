@@ -136,7 +136,7 @@ func TestProjectionRealServer(t *testing.T) {
 	// A CRD's projection, over JSON.
 	group := uniqueName("pj") + ".example.test"
 	gv := schema.GroupVersion{Group: group, Version: "v1"}
-	createEstablishedCRD(ctx, t, dynamicClient(t, c.AdminConfig()), group)
+	waitDiscovered(t, c.AdminConfig(), createEstablishedCRD(ctx, t, dynamicClient(t, c.AdminConfig()), group))
 	dyn := dynamicClient(t, c.AdminConfig()).Resource(gv.WithResource("widgets")).Namespace(ns)
 	for i := range 3 {
 		w := widget(gv, ns, fmt.Sprintf("w-%d", i), int64(10+i), nil)

@@ -142,7 +142,7 @@ func TestGoStructCRD(t *testing.T) {
 	gv := schema.GroupVersion{Group: group, Version: "v1"}
 	ns := uniqueName("gadgets")
 	createNamespaces(ctx, t, protobufClientset(t, c.AdminConfig()), ns)
-	createEstablishedCRD(ctx, t, dynamicClient(t, c.AdminConfig()), group)
+	waitDiscovered(t, c.AdminConfig(), createEstablishedCRD(ctx, t, dynamicClient(t, c.AdminConfig()), group))
 
 	scheme := runtime.NewScheme()
 	scheme.AddKnownTypeWithName(gv.WithKind("Widget"), &gadget{})
