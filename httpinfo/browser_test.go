@@ -161,11 +161,13 @@ func TestBrowser(t *testing.T) {
 	}
 	want := seen{names: "pods,secrets", podSynced: "yes", podObjects: "13", podHandler: "reconcile\tyes\t0\t0\t" + merged,
 		secretSynced: "yes", secretObjects: "4", verdict: "ready"}
-	// The new pod reaches the cache a moment after Create: look until it
-	// is there, as a person would reload.
+	// The new pod reaches the cache, and then the handler, a moment
+	// after Create: look until the page settles, as a person would
+	// reload. (Stopping at the cache's count alone once caught the
+	// handler with the new pod still pending.)
 	var got seen
 	for range 50 {
-		if got = look(); got.podObjects == want.podObjects {
+		if got = look(); got == want {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
