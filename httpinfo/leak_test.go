@@ -47,7 +47,7 @@ func TestErrorText(t *testing.T) {
 		{name: "connection refused", listErr: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED},
 			want: `list: dial tcp: connection refused`},
 		{name: "malformed, quoting the object", listErr: fmt.Errorf("%w: %s", source.ErrMalformed, quoting(secret("shop", "x"))),
-			want: `list: source: malformed watch event (text withheld: it may quote an object; the informer's ErrorHandler gets it)`},
+			want: `list: source: malformed list or watch event (text withheld: it may quote an object; the informer's ErrorHandler gets it)`},
 		{name: "unknown error, quoting the object", listErr: errors.New(quoting(secret("shop", "x"))),
 			want: `list: error (text withheld: it may quote an object; the informer's ErrorHandler gets it)`},
 		{name: "transform quoting the object", transform: true,

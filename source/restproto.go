@@ -36,77 +36,36 @@ type protoSource[T cache.Object] struct {
 // Info is the REST source's.
 func (p *protoSource[T]) Info() Info { return p.rest.info }
 
-// List reads one page and decodes it item by item; a server that answered
-// in JSON is decoded as JSON.
+// List reads one page and decodes it item by item (decodeListItems); a
+// server that answered in JSON is decoded as JSON.
 func (p *protoSource[T]) List(ctx context.Context, opts metav1.ListOptions) (List[T], error) {
+	var items []T
+	l, err := p.ListItems(ctx, opts, func(t T) error {
+		items = append(items, t)
+		return nil
+	})
+	if err != nil {
+		return List[T]{}, err
+	}
+	l.Items = items
+	return l, nil
+}
+
+// ListItems reads one page as it arrives and hands over each item as soon
+// as it is decoded: one item's bytes and one decoded item at a time. A
+// server that answered in JSON is decoded as JSON, item by item too.
+func (p *protoSource[T]) ListItems(ctx context.Context, opts metav1.ListOptions, yield func(T) error) (List[T], error) {
 	rc, err := p.rest.request(opts, p.rest.namespace).Stream(ctx)
 	if err != nil {
 		return List[T]{}, &Error{Phase: PhaseList, Err: err}
 	}
 	defer rc.Close()
 	read := &recordingReader{r: rc}
-	in := newBufReader(read)
-	if b, err := in.Peek(1); err == nil && (b[0] == '{' || skipSpace(b, 0) > 0) {
-		return p.rest.decodeList(in)
+	s := &protoReader{in: newBufReader(read), read: read, left: -1}
+	if b, err := s.in.Peek(1); err == nil && (b[0] == '{' || skipSpace(b, 0) > 0) {
+		return p.rest.decodeListItems(s.in, yield)
 	}
-	body, err := io.ReadAll(in)
-	if err != nil {
-		return List[T]{}, &Error{Phase: PhaseList, Err: err}
-	}
-	l, err := p.decodeList(body)
-	var u *UndecodableError
-	switch {
-	case errors.As(err, &u): // an item without a name
-		return List[T]{}, &Error{Phase: PhaseList, Err: fmt.Errorf("decode %v list: %w", p.rest.info.Resource, err)}
-	case err != nil:
-		return List[T]{}, p.rest.listError(err)
-	}
-	return l, nil
-}
-
-// decodeList decodes a protobuf list body: the envelope around a list
-// message whose field 1 is its ListMeta and field 2 its items. An item
-// that does not decode into T goes into List.Undecodable if its metadata
-// names it, and is the error of the list (an *UndecodableError) if not.
-func (p *protoSource[T]) decodeList(body []byte) (List[T], error) {
-	apiVersion, kind, msg, err := unknownFields(body)
-	if err != nil {
-		return List[T]{}, err
-	}
-	s := p.rest
-	if gv := s.gvk.GroupVersion().String(); kind != s.gvk.Kind+"List" || apiVersion != gv {
-		return List[T]{}, fmt.Errorf("%w: want %sList %v, got %s %s", ErrWrongType, s.gvk.Kind, s.gvk.GroupVersion(), apiVersion, kind)
-	}
-	var (
-		out  List[T]
-		meta metav1.ListMeta
-		cut  []byte
-	)
-	err = fields(msg, func(num int, val []byte) error {
-		switch num {
-		case 1:
-			return meta.Unmarshal(val)
-		case 2:
-			i := len(out.Items) + len(out.Undecodable)
-			t, err := p.unmarshal(val, &cut)
-			if err != nil {
-				u := undecodableProto(val, err)
-				u.Index = i
-				if u.Name == "" {
-					return u
-				}
-				out.Undecodable = append(out.Undecodable, u)
-				return nil
-			}
-			out.Items = append(out.Items, t)
-		}
-		return nil
-	})
-	if err != nil {
-		return List[T]{}, err
-	}
-	out.ResourceVersion, out.Continue, out.ShardInfo = meta.ResourceVersion, meta.Continue, meta.ShardInfo
-	return out, nil
+	return p.decodeStream(s, yield)
 }
 
 // unmarshal decodes obj into a new T, without its managedFields' bytes

@@ -146,7 +146,7 @@ var (
 	// without an object, a list or an event that is not JSON (or not the
 	// protobuf the API server writes). An object that is, but does not
 	// decode into T, is an *UndecodableError instead.
-	ErrMalformed = errors.New("source: malformed watch event")
+	ErrMalformed = errors.New("source: malformed list or watch event")
 	// ErrPanic is wrapped, with the panic's value and stack, by the error
 	// an informer reports for a source that panicked in List, Watch or
 	// Next; the informer retries after a backoff, as for any failure.
