@@ -38,10 +38,12 @@ PODS ?= 10000
 bench-real:
 	ROUNDS=$(ROUNDS) PODS=$(PODS) GO=$(GO) bash hack/bench-real.sh
 
-## bench-scale: BenchmarkScale, PODS (default 1,000,000) pods synced and
-## relisted after a 410 by ours, ours with a projection and client-go, each
-## side in its own process; client-go's side needs about 30 GiB at 1M
-## (SIDES="ours ours-summary" leaves it out). Writes docs/benchmarks-scale.txt.
+## bench-scale: BenchmarkScale, SCALE_PODS (default 1,000,000) pods synced,
+## relisted after a 410 and watched, in JSON and protobuf (FORMATS), by ours,
+## ours with a projection and client-go, each side in its own process; a side
+## past 85% of the machine's memory (MAX_RSS_GIB) is given up, as client-go's
+## is at 1M on 23 GiB (SIDES="ours ours-summary" leaves it out). Writes
+## docs/benchmarks-scale.txt.
 SCALE_PODS ?= 1000000
 bench-scale:
 	PODS=$(SCALE_PODS) GO=$(GO) bash hack/bench-scale.sh

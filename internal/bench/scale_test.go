@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -17,54 +18,75 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	clientcache "k8s.io/client-go/tools/cache"
 
 	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/handler"
 	"github.com/typedinformer/informer/internal/bench"
 	"github.com/typedinformer/informer/source"
 	"github.com/typedinformer/informer/typed"
 )
 
-var scalePods = flag.Int("scale.pods", 100000, "BenchmarkScale: pods the server sends")
+var (
+	scalePods   = flag.Int("scale.pods", 100000, "BenchmarkScale: pods the server sends")
+	scaleFormat = flag.String("scale.format", "", "BenchmarkScale: json or protobuf; empty runs both")
+	scaleMaxRSS = flag.Uint64("scale.maxrss", 0, "BenchmarkScale: give up a side whose RSS passes this many bytes, saying how far it got, before the machine runs out (0: no bound)")
+)
 
 // scalePool is how many distinct server pods the scale server encodes; pod
 // i is pool pod i mod scalePool under a name and UID of its own. With the
 // Deployment layout that is 1,000 label sets (ReplicaSets of 20 pods).
 const scalePool = 20000
 
-// BenchmarkScale syncs an informer from a server of -scale.pods pods (in
-// another process, answering every LIST whole in JSON as kube-apiserver's
-// watch cache does, and a watch with nothing until it expires it), then
-// has the server expire the watch with a 410 so that the informer lists
-// again, every pod unchanged. It reports the settled live heap per pod
-// (after sync, after GC), the peak live heap (as the GC marked it, sampled
-// every 10ms: a GC that ran at the peak marked it, so it is a lower bound,
-// below the settled heap when no GC ran near the end) and the peak growth
-// of the RSS (over the process's before the informer started) during the
-// initial sync and during the relist, each over the settled heap, and the
-// time to sync and to relist. Sides: ours
-// with its defaults (managedFields dropped from the bytes), ours caching
+// BenchmarkScale syncs an informer, with one handler that counts what it
+// is handed, from a server of -scale.pods pods (in another process,
+// answering every LIST whole, in JSON or protobuf as the client asks, as
+// kube-apiserver's watch cache does, and a watch with nothing until it
+// expires it); then has the server expire the watch with a 410 so that
+// the informer lists again, every pod unchanged; then has the watch send
+// MODIFIED events of full pods (a tenth of them, up to 100,000). It
+// reports the settled live heap per pod (after sync, once the handler has
+// had every pod, after GC), the peak live heap (as the GC marked it,
+// sampled every 10ms: a GC that ran at the peak marked it, so it is a
+// lower bound, below the settled heap when no GC ran near the end) and
+// the peak growth of the RSS (over the process's before the informer
+// started) during the initial sync and during the relist, each over the
+// settled heap; the time to sync (the cache synced), to relist (the
+// handler had every pod's update), and the watch's events a second at
+// that many cached (until the handler had the last). Sides: ours with its
+// defaults (managedFields dropped from the bytes), ours caching
 // bench.PodSummary (a projection), client-go with a SetTransform that
 // drops managedFields, as its users configure it. One op is one sync.
 func BenchmarkScale(b *testing.B) {
 	srv := startScaleServer(b, *scalePods)
 	defer srv.stop()
-	for _, impl := range []string{"ours", "ours-summary", "client-go"} {
-		if *implFlag != "" && impl != *implFlag {
-			continue // each side alone in its process: RSS is the process's
+	for _, format := range []string{"json", "protobuf"} {
+		if *scaleFormat != "" && format != *scaleFormat {
+			continue
 		}
-		b.Run(fmt.Sprintf("pods=%d/format=json/impl=%s", *scalePods, impl), func(b *testing.B) {
-			for range b.N {
-				scaleRun(b, impl, srv)
+		for _, impl := range []string{"ours", "ours-summary", "client-go"} {
+			if *implFlag != "" && impl != *implFlag {
+				continue // each side alone in its process: RSS is the process's
 			}
-		})
+			b.Run(fmt.Sprintf("pods=%d/format=%s/impl=%s", *scalePods, format, impl), func(b *testing.B) {
+				for range b.N {
+					scaleRun(b, impl, format == "protobuf", srv)
+				}
+			})
+		}
 	}
 }
 
@@ -74,22 +96,40 @@ type scaleInformer struct {
 	synced func() bool
 	len    func() int
 	rv     func() string
+	counts *scaleCounts // of the one handler, added before the informer runs
 }
 
-func scaleRun(b *testing.B, impl string, srv *scaleServer) {
+// scaleCounts are what the benchmark's handler has been handed: adds,
+// updates of the relist (at the pool pods' versions) and updates of the
+// churn (from churnFirstRV up).
+type scaleCounts struct{ adds, relisted, churned atomic.Int64 }
+
+func (c *scaleCounts) update(obj interface{ GetResourceVersion() string }) {
+	if rv, err := strconv.Atoi(obj.GetResourceVersion()); err == nil && rv >= churnFirstRV {
+		c.churned.Add(1)
+		return
+	}
+	c.relisted.Add(1)
+}
+
+func scaleRun(b *testing.B, impl string, protobuf bool, srv *scaleServer) {
 	srv.post(b, "/reset")
 	cfg := &rest.Config{Host: srv.url, QPS: -1}
 	var inf scaleInformer
 	switch impl {
 	case "ours":
 		inf = oursScale(b, cfg, func(c *rest.Config) (source.Source[*corev1.Pod], error) {
-			return source.FromConfig[*corev1.Pod](c, source.RESTOptions{Mapper: bench.Mapper()})
+			return source.FromConfig[*corev1.Pod](c, source.RESTOptions{Mapper: bench.Mapper(), Protobuf: protobuf})
 		})
 	case "ours-summary":
 		inf = oursScale(b, cfg, func(c *rest.Config) (source.Source[*bench.PodSummary], error) {
-			return source.FromConfig[*bench.PodSummary](c, source.RESTOptions{Mapper: bench.Mapper()})
+			return source.FromConfig[*bench.PodSummary](c, source.RESTOptions{Mapper: bench.Mapper(), Protobuf: protobuf})
 		})
 	default:
+		if protobuf { // as kube-controller-manager and kubectl configure it
+			cfg.ContentType = "application/vnd.kubernetes.protobuf"
+			cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+		}
 		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
 			b.Fatal(err)
@@ -99,7 +139,19 @@ func scaleRun(b *testing.B, impl string, srv *scaleServer) {
 		if err := ci.SetTransform(dropManagedFields); err != nil {
 			b.Fatal(err)
 		}
-		inf = scaleInformer{run: ci.RunWithContext, synced: ci.HasSynced, len: func() int { return len(ci.GetStore().ListKeys()) }, rv: ci.LastSyncResourceVersion}
+		counts := &scaleCounts{}
+		_, err = ci.AddEventHandler(clientcache.ResourceEventHandlerFuncs{
+			AddFunc: func(any) { counts.adds.Add(1) },
+			UpdateFunc: func(_, obj any) {
+				if p, ok := obj.(*corev1.Pod); ok {
+					counts.update(p)
+				}
+			},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		inf = scaleInformer{run: ci.RunWithContext, synced: ci.HasSynced, len: func() int { return len(ci.GetStore().ListKeys()) }, rv: ci.LastSyncResourceVersion, counts: counts}
 	}
 	n := *scalePods
 	before := liveHeap()
@@ -109,22 +161,38 @@ func scaleRun(b *testing.B, impl string, srv *scaleServer) {
 	peak := startMemPeak()
 	start := time.Now()
 	wg.Go(func() { inf.run(ctx) })
-	waitFor(b, "sync", func() bool { return inf.synced() })
+	waitFor(b, "sync", func() bool {
+		if rss := residentBytes(); *scaleMaxRSS > 0 && rss > *scaleMaxRSS {
+			b.Fatalf("%s: RSS %.1f GiB after %.0f s of the initial sync, past -scale.maxrss (live heap %.1f GiB, %d of %d pods cached); gave up",
+				impl, float64(rss)/(1<<30), time.Since(start).Seconds(), float64(markedLive())/(1<<30), inf.len(), n)
+		}
+		return inf.synced()
+	})
 	syncTook := time.Since(start)
 	syncHeap, syncRSS := peak.end()
 	if got := inf.len(); got != n {
 		b.Fatalf("cached %d pods, want %d", got, n)
 	}
+	// The handler has had every pod before the heap settles: no
+	// notification is held in a buffer on either side.
+	waitFor(b, "the handler's adds", func() bool { return inf.counts.adds.Load() == int64(n) })
 	settled := float64(int64(liveHeap()) - int64(before))
 	peak = startMemPeak()
 	start = time.Now()
 	srv.post(b, "/expire")
-	waitFor(b, "the relist", func() bool { return inf.rv() == "2" })
+	waitFor(b, "the relist", func() bool { return inf.counts.relisted.Load() == int64(n) })
 	relistTook := time.Since(start)
 	relistHeap, relistRSS := peak.end()
-	if got := inf.len(); got != n {
-		b.Fatalf("cached %d pods after the relist, want %d", got, n)
+	if got, rv := inf.len(), inf.rv(); got != n || rv != "2" {
+		b.Fatalf("cached %d pods at %q after the relist, want %d at 2", got, rv, n)
 	}
+	// Watch throughput at n cached: k MODIFIED events of full pods, until
+	// the handler has had the last.
+	k := scaleChurn(n)
+	start = time.Now()
+	srv.post(b, fmt.Sprintf("/churn?events=%d", k))
+	waitFor(b, "the churn", func() bool { return inf.counts.churned.Load() == int64(k) })
+	churnTook := time.Since(start)
 	b.ReportMetric(settled/float64(n), "settled-B/pod")
 	b.ReportMetric(float64(int64(syncHeap)-int64(before))/settled, "sync-peak-heap/settled")
 	b.ReportMetric(float64(int64(syncRSS)-int64(rssBefore))/settled, "sync-peak-rss/settled")
@@ -132,6 +200,7 @@ func scaleRun(b *testing.B, impl string, srv *scaleServer) {
 	b.ReportMetric(float64(int64(relistRSS)-int64(rssBefore))/settled, "relist-peak-rss/settled")
 	b.ReportMetric(syncTook.Seconds(), "sync-s")
 	b.ReportMetric(relistTook.Seconds(), "relist-s")
+	b.ReportMetric(float64(k)/churnTook.Seconds(), "watch-events/s")
 	cancel()
 	wg.Wait()
 }
@@ -146,8 +215,20 @@ func oursScale[T cache.Object](b *testing.B, cfg *rest.Config, newSource func(*r
 	if err != nil {
 		b.Fatal(err)
 	}
-	return scaleInformer{run: func(ctx context.Context) { _ = inf.Run(ctx) }, synced: inf.HasSynced, len: inf.Store().Len, rv: inf.LastSyncResourceVersion}
+	counts := &scaleCounts{}
+	_, err = inf.AddHandler(handler.Funcs[T]{
+		AddFunc:    func(T, bool) { counts.adds.Add(1) },
+		UpdateFunc: func(_, obj T) { counts.update(obj) },
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return scaleInformer{run: func(ctx context.Context) { _ = inf.Run(ctx) }, synced: inf.HasSynced, len: inf.Store().Len, rv: inf.LastSyncResourceVersion, counts: counts}
 }
+
+// scaleChurn is how many watch events the throughput run sends for n
+// cached pods: a tenth, from 1,000 to 100,000, and no more than n.
+func scaleChurn(n int) int { return min(max(n/10, 1000), 100000, n) }
 
 // waitFor polls cond until it holds; a hang guard of 30 minutes, not a
 // performance bound.
@@ -173,12 +254,10 @@ func startMemPeak() *memPeak {
 	p := &memPeak{stop: make(chan struct{}), done: make(chan [2]uint64, 1)}
 	go func() {
 		var heap, rss uint64
-		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 		t := time.NewTicker(10 * time.Millisecond)
 		defer t.Stop()
 		for {
-			metrics.Read(sample)
-			heap = max(heap, sample[0].Value.Uint64())
+			heap = max(heap, markedLive())
 			rss = max(rss, residentBytes())
 			select {
 			case <-p.stop:
@@ -189,6 +268,13 @@ func startMemPeak() *memPeak {
 		}
 	}()
 	return p
+}
+
+// markedLive is the live heap as the last GC marked it.
+func markedLive() uint64 {
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
 }
 
 func (p *memPeak) end() (heap, rss uint64) {
@@ -266,16 +352,18 @@ func (s *scaleServer) post(b *testing.B, path string) {
 // TestScaleServer is the server process of startScaleServer; without its
 // environment variable it does nothing. It encodes scalePool server pods
 // once and serves n of them, each a pool pod under a name and UID of its
-// own, as one whole JSON list at resourceVersion 1 (2 after /expire); a
-// watch at the current version waits until /expire, then sends a 410, and
-// one at any other version gets the 410 at once; a streaming list is
-// refused, as by a server without the feature.
+// own, as one whole list at resourceVersion 1 (2 after /expire), in
+// protobuf if the client accepts it and in JSON if not; a watch at the
+// current version waits until /expire, then sends a 410, and one at any
+// other version gets the 410 at once; a streaming list is refused, as by
+// a server without the feature.
 func TestScaleServer(t *testing.T) {
 	n, err := strconv.Atoi(os.Getenv(scaleServerEnv))
 	if err != nil {
 		t.Skip("not a scale server process")
 	}
 	pool := make([]scaleItem, min(n, scalePool))
+	protoPool := make([]protoItem, len(pool))
 	for i := range pool {
 		p := bench.Pod(i, bench.PodOptions{ManagedFields: true, Labels: bench.LabelsDeployment})
 		raw, err := json.Marshal(p)
@@ -283,11 +371,13 @@ func TestScaleServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		pool[i] = splitItem(t, raw, p)
+		protoPool[i] = newProtoItem(t, p)
 	}
 	var (
 		mu      sync.Mutex
 		epoch   = 1
 		expired = make(chan struct{})
+		churn   = make(chan int, 1) // events for the open watch to send
 	)
 	current := func() (int, chan struct{}) {
 		mu.Lock()
@@ -295,11 +385,24 @@ func TestScaleServer(t *testing.T) {
 		return epoch, expired
 	}
 	gone := []byte(`{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version","reason":"Expired","code":410}}` + "\n")
+	goneProto := protoGone(t)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /control/reset", func(w http.ResponseWriter, _ *http.Request) {
 		mu.Lock()
 		epoch, expired = 1, make(chan struct{})
 		mu.Unlock()
+		select {
+		case <-churn: // a churn no watch took
+		default:
+		}
+	})
+	mux.HandleFunc("POST /control/churn", func(w http.ResponseWriter, r *http.Request) {
+		k, err := strconv.Atoi(r.URL.Query().Get("events"))
+		if err != nil || k < 1 {
+			http.Error(w, "events: want a count", http.StatusBadRequest)
+			return
+		}
+		churn <- k
 	})
 	mux.HandleFunc("POST /control/expire", func(w http.ResponseWriter, _ *http.Request) {
 		mu.Lock()
@@ -316,33 +419,41 @@ func TestScaleServer(t *testing.T) {
 				http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Invalid","code":422}`, http.StatusUnprocessableEntity)
 				return
 			}
-			w.Header().Set("Content-Type", "application/json")
+			ct, msg := "application/json", gone
+			if wantsProto(r) {
+				ct, msg = protoContentType+";stream=watch", goneProto
+			}
+			w.Header().Set("Content-Type", ct)
 			if q.Get("resourceVersion") == strconv.Itoa(ep) {
 				w.WriteHeader(http.StatusOK)
 				w.(http.Flusher).Flush()
-				select {
-				case <-exp:
-				case <-r.Context().Done():
-					return
+			wait:
+				for {
+					select {
+					case <-exp:
+						break wait
+					case k := <-churn:
+						bw := bufio.NewWriterSize(w, 256<<10)
+						writeEvents(bw, pool, protoPool, k, churnFirstRV, wantsProto(r))
+						_ = bw.Flush()
+						w.(http.Flusher).Flush()
+					case <-r.Context().Done():
+						return
+					}
 				}
 			}
-			_, _ = w.Write(gone)
+			_, _ = w.Write(msg)
+			return
+		}
+		bw := bufio.NewWriterSize(w, 256<<10)
+		if wantsProto(r) {
+			w.Header().Set("Content-Type", protoContentType)
+			writeProtoList(bw, protoPool, n, ep)
+			_ = bw.Flush()
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		bw := bufio.NewWriterSize(w, 256<<10)
-		fmt.Fprintf(bw, `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"%d"},"items":[`, ep)
-		var name, uid []byte
-		for i := range n {
-			if i > 0 {
-				_ = bw.WriteByte(',')
-			}
-			it := &pool[i%len(pool)]
-			name = fmt.Appendf(name[:0], "%s-%d", it.name, i/len(pool))
-			uid = fmt.Appendf(uid[:0], "6f1c2d3e-%04x-4000-8000-%012x", i%0xffff, i)
-			it.write(bw, name, uid)
-		}
-		_, _ = bw.WriteString("]}")
+		writeJSONList(bw, pool, n, ep)
 		_ = bw.Flush()
 	})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -357,26 +468,325 @@ func TestScaleServer(t *testing.T) {
 	goruntime.KeepAlive(pool)
 }
 
-// scaleItem is a pool pod's JSON cut around its name and UID.
+// scaleItem is a pool pod's JSON cut around its name, UID and
+// resourceVersion.
 type scaleItem struct {
-	name             string // the pool pod's name
-	before, mid, end []byte // raw = before name mid uid end
+	name, rv              string // the pool pod's name and resourceVersion
+	before, mid, mid2, end []byte // raw = before name mid uid mid2 rv end
 }
 
 func splitItem(t *testing.T, raw []byte, p *corev1.Pod) scaleItem {
 	n := bytes.Index(raw, []byte(`"name":"`+p.Name+`"`))
 	u := bytes.Index(raw, []byte(`"uid":"`+string(p.UID)+`"`))
-	if n < 0 || u < 0 || u < n {
-		t.Fatalf("pod JSON without its name before its uid: %s", raw[:200])
+	r := bytes.Index(raw, []byte(`"resourceVersion":"`+p.ResourceVersion+`"`))
+	if n < 0 || u < 0 || r < 0 || u < n || r < u {
+		t.Fatalf("pod JSON without its name, uid and resourceVersion in that order: %s", raw[:200])
 	}
-	ns, us := n+len(`"name":"`), u+len(`"uid":"`)
-	return scaleItem{name: p.Name, before: raw[:ns], mid: raw[ns+len(p.Name) : us], end: raw[us+len(p.UID):]}
+	ns, us, rs := n+len(`"name":"`), u+len(`"uid":"`), r+len(`"resourceVersion":"`)
+	return scaleItem{name: p.Name, rv: p.ResourceVersion, before: raw[:ns], mid: raw[ns+len(p.Name) : us],
+		mid2: raw[us+len(p.UID) : rs], end: raw[rs+len(p.ResourceVersion):]}
 }
 
-func (it *scaleItem) write(w *bufio.Writer, name, uid []byte) {
+// write writes the pod under name and uid, at resourceVersion rv (the
+// pool pod's own if nil).
+func (it *scaleItem) write(w *bufio.Writer, name, uid, rv []byte) {
 	_, _ = w.Write(it.before)
 	_, _ = w.Write(name)
 	_, _ = w.Write(it.mid)
 	_, _ = w.Write(uid)
+	_, _ = w.Write(it.mid2)
+	if rv == nil {
+		_, _ = w.WriteString(it.rv)
+	} else {
+		_, _ = w.Write(rv)
+	}
 	_, _ = w.Write(it.end)
+}
+
+// writeJSONList writes n pods as kube-apiserver writes a JSON PodList.
+func writeJSONList(w *bufio.Writer, pool []scaleItem, n, rv int) {
+	fmt.Fprintf(w, `{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"%d"},"items":[`, rv)
+	var name, uid []byte
+	for i := range n {
+		if i > 0 {
+			_ = w.WriteByte(',')
+		}
+		it := &pool[i%len(pool)]
+		name, uid = scaleNameUID(name, uid, it.name, i, len(pool))
+		it.write(w, name, uid, nil)
+	}
+	_, _ = w.WriteString("]}")
+}
+
+// scaleNameUID is pod i's name and UID: its pool pod's name with a
+// suffix, and a UID of its own.
+func scaleNameUID(name, uid []byte, poolName string, i, pool int) ([]byte, []byte) {
+	name = fmt.Appendf(name[:0], "%s-%d", poolName, i/pool)
+	uid = fmt.Appendf(uid[:0], "6f1c2d3e-%04x-4000-8000-%012x", i%0xffff, i)
+	return name, uid
+}
+
+const protoContentType = "application/vnd.kubernetes.protobuf"
+
+// churnFirstRV is the resourceVersion of the first churn event: past every
+// pool pod's own.
+const churnFirstRV = 10_000_000
+
+// wantsProto tells whether the client asked for protobuf first.
+func wantsProto(r *http.Request) bool {
+	return strings.HasPrefix(r.Header.Get("Accept"), protoContentType)
+}
+
+// protoItem is a pool pod's protobuf message cut around its name and UID:
+// its metadata without them (the empty name and UID fields the generated
+// code writes come first, so the ones appended after them win, as the
+// last of a field does in protobuf; a resourceVersion, too), and its spec
+// and status fields.
+type protoItem struct {
+	name       string
+	meta, rest []byte
+}
+
+func newProtoItem(t *testing.T, p *corev1.Pod) protoItem {
+	meta := p.ObjectMeta
+	meta.Name, meta.UID = "", ""
+	m, err := meta.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := p.Spec.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, err := p.Status.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return protoItem{name: p.Name, meta: m, rest: protoField(protoField(nil, 2, spec), 3, status)}
+}
+
+// protoField appends protobuf field num, length-delimited, holding val.
+func protoField(b []byte, num int, val []byte) []byte {
+	return append(protoHead(b, num, len(val)), val...)
+}
+
+// protoHead appends the tag and length of protobuf field num,
+// length-delimited, of n bytes.
+func protoHead(b []byte, num, n int) []byte {
+	return binary.AppendUvarint(binary.AppendUvarint(b, uint64(num)<<3|2), uint64(n))
+}
+
+// fieldLen is the length of a length-delimited field of a small number
+// holding n bytes.
+func fieldLen(n int) int {
+	return 1 + len(binary.AppendUvarint(nil, uint64(n))) + n
+}
+
+// sizes are the lengths of the metadata and item messages of the pod
+// under name and uid, at resourceVersion rv if not nil.
+func (it *protoItem) sizes(name, uid, rv []byte) (meta, item int) {
+	meta = len(it.meta) + fieldLen(len(name)) + fieldLen(len(uid))
+	if rv != nil {
+		meta += fieldLen(len(rv))
+	}
+	return meta, fieldLen(meta) + len(it.rest)
+}
+
+// appendItem appends the pod's message (without a field tag around it).
+func (it *protoItem) appendItem(b, name, uid, rv []byte) []byte {
+	meta, _ := it.sizes(name, uid, rv)
+	b = append(protoHead(b, 1, meta), it.meta...)
+	b = protoField(protoField(b, 1, name), 5, uid)
+	if rv != nil {
+		b = protoField(b, 6, rv)
+	}
+	return append(b, it.rest...)
+}
+
+// writeProtoList writes n pods as kube-apiserver writes a protobuf
+// PodList: the "k8s\x00" envelope of type v1 PodList around the list
+// message, whose length is added up first, without building the list.
+func writeProtoList(w *bufio.Writer, pool []protoItem, n, rv int) {
+	lm, _ := (&metav1.ListMeta{ResourceVersion: strconv.Itoa(rv)}).Marshal()
+	total := fieldLen(len(lm))
+	var name, uid []byte
+	for i := range n {
+		it := &pool[i%len(pool)]
+		name, uid = scaleNameUID(name, uid, it.name, i, len(pool))
+		_, item := it.sizes(name, uid, nil)
+		total += fieldLen(item)
+	}
+	typ := protoField(protoField(nil, 1, []byte("v1")), 2, []byte("PodList"))
+	head := protoField([]byte("k8s\x00"), 1, typ)
+	head = protoField(protoHead(head, 2, total), 1, lm)
+	_, _ = w.Write(head)
+	var b []byte
+	for i := range n {
+		it := &pool[i%len(pool)]
+		name, uid = scaleNameUID(name, uid, it.name, i, len(pool))
+		_, item := it.sizes(name, uid, nil)
+		b = it.appendItem(protoHead(b[:0], 2, item), name, uid, nil)
+		_, _ = w.Write(b)
+	}
+}
+
+// writeEvents writes k MODIFIED watch events, of pods 0 to k-1 at
+// resourceVersions from first up, in JSON or as protobuf frames.
+func writeEvents(w *bufio.Writer, pool []scaleItem, protoPool []protoItem, k, first int, proto bool) {
+	var name, uid, rv, b []byte
+	podType := protoField(protoField(nil, 1, []byte("v1")), 2, []byte("Pod"))
+	for i := range k {
+		rv = strconv.AppendInt(rv[:0], int64(first+i), 10)
+		if !proto {
+			it := &pool[i%len(pool)]
+			name, uid = scaleNameUID(name, uid, it.name, i, len(pool))
+			_, _ = w.WriteString(`{"type":"MODIFIED","object":`)
+			it.write(w, name, uid, rv)
+			_, _ = w.WriteString("}\n")
+			continue
+		}
+		it := &protoPool[i%len(protoPool)]
+		name, uid = scaleNameUID(name, uid, it.name, i, len(protoPool))
+		_, item := it.sizes(name, uid, rv)
+		envelope := len("k8s\x00") + fieldLen(len(podType)) + fieldLen(item)
+		event := fieldLen(len("MODIFIED")) + fieldLen(fieldLen(envelope))
+		b = binary.BigEndian.AppendUint32(b[:0], uint32(event))
+		b = protoHead(protoField(b, 1, []byte("MODIFIED")), 2, fieldLen(envelope))
+		b = protoHead(b, 1, envelope)
+		b = protoHead(protoField(append(b, "k8s\x00"...), 1, podType), 2, item)
+		b = it.appendItem(b, name, uid, rv)
+		_, _ = w.Write(b)
+	}
+}
+
+// protoGone is a protobuf watch frame of a 410 Expired: a length prefix
+// and a WatchEvent of type ERROR around a Status in the envelope.
+func protoGone(t *testing.T) []byte {
+	st := &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
+		Message: "too old resource version", Reason: metav1.StatusReasonExpired, Code: http.StatusGone}
+	raw, err := runtime.Encode(protobuf.NewSerializer(nil, nil), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := (&metav1.WatchEvent{Type: "ERROR", Object: runtime.RawExtension{Raw: raw}}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(ev))), ev...)
+}
+
+// TestScaleBodies: the scale server's JSON and protobuf lists decode, by
+// client-go's codecs, into the same pods: pool pods under names and UIDs
+// of their own, and the 410 frame into an Expired status.
+func TestScaleBodies(t *testing.T) {
+	const n, poolSize = 7, 3
+	pool := make([]scaleItem, poolSize)
+	protoPool := make([]protoItem, poolSize)
+	for i := range pool {
+		p := bench.Pod(i, bench.PodOptions{ManagedFields: true, Labels: bench.LabelsDeployment})
+		raw, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool[i], protoPool[i] = splitItem(t, raw, p), newProtoItem(t, p)
+	}
+	var jb, pb bytes.Buffer
+	jw, pw := bufio.NewWriter(&jb), bufio.NewWriter(&pb)
+	writeJSONList(jw, pool, n, 4)
+	writeProtoList(pw, protoPool, n, 4)
+	_, _ = jw.Flush(), pw.Flush()
+	decode := func(body []byte) *corev1.PodList {
+		t.Helper()
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, ok := obj.(*corev1.PodList)
+		if !ok {
+			t.Fatalf("decoded a %T", obj)
+		}
+		return l
+	}
+	fromJSON, fromProto := decode(jb.Bytes()), decode(pb.Bytes())
+	fromList := fromProto.DeepCopy()
+	if len(fromJSON.Items) != n || fromProto.ResourceVersion != "4" {
+		t.Fatalf("%d pods at version %q, want %d at 4", len(fromJSON.Items), fromProto.ResourceVersion, n)
+	}
+	fromJSON.TypeMeta, fromProto.TypeMeta = metav1.TypeMeta{}, metav1.TypeMeta{}
+	for i := range fromJSON.Items { // the pool's JSON carries each item's kind
+		fromJSON.Items[i].TypeMeta = metav1.TypeMeta{}
+	}
+	if diff := cmp.Diff(fromJSON, fromProto); diff != "" {
+		t.Errorf("JSON and protobuf lists differ (-json +protobuf):\n%s", diff)
+	}
+	want := bench.Pod(1, bench.PodOptions{ManagedFields: true, Labels: bench.LabelsDeployment})
+	got := fromProto.Items[4] // pool pod 1, second time round
+	if got.Name != want.Name+"-1" || got.UID == want.UID || got.Spec.NodeName != want.Spec.NodeName || len(got.ManagedFields) == 0 {
+		t.Errorf("pod 4 is %s %s on %q with %d managedFields; want pool pod 1's (%s) under a name and UID of its own", got.Name, got.UID, got.Spec.NodeName, len(got.ManagedFields), want.Name)
+	}
+	// Events: pods 0 to 2 in both formats, at versions 50 to 52.
+	var je, pe bytes.Buffer
+	jw, pw = bufio.NewWriter(&je), bufio.NewWriter(&pe)
+	writeEvents(jw, pool, protoPool, 3, 50, false)
+	writeEvents(pw, pool, protoPool, 3, 50, true)
+	_, _ = jw.Flush(), pw.Flush()
+	lines := strings.Split(strings.TrimSuffix(je.String(), "\n"), "\n")
+	frames := pe.Bytes()
+	if len(lines) != 3 {
+		t.Fatalf("%d JSON events, want 3", len(lines))
+	}
+	for i, line := range lines {
+		var je struct {
+			Type   string
+			Object json.RawMessage
+		}
+		if err := json.Unmarshal([]byte(line), &je); err != nil || je.Type != "MODIFIED" {
+			t.Fatalf("JSON event %d: %s (%v)", i, line[:80], err)
+		}
+		size := int(binary.BigEndian.Uint32(frames))
+		var pe metav1.WatchEvent
+		if err := pe.Unmarshal(frames[4 : 4+size]); err != nil || pe.Type != "MODIFIED" {
+			t.Fatalf("protobuf event %d: %s (%v)", i, pe.Type, err)
+		}
+		frames = frames[4+size:]
+		fromJSON, fromProto := decodePod(t, je.Object), decodePod(t, pe.Object.Raw)
+		want := fromList.Items[i].DeepCopy()
+		want.ResourceVersion = fmt.Sprint(50 + i)
+		want.TypeMeta = metav1.TypeMeta{}
+		if diff := cmp.Diff(want, fromJSON); diff != "" {
+			t.Errorf("JSON event %d (-list pod at its new version +event):\n%s", i, diff)
+		}
+		if diff := cmp.Diff(want, fromProto); diff != "" {
+			t.Errorf("protobuf event %d (-list pod at its new version +event):\n%s", i, diff)
+		}
+	}
+	if len(frames) != 0 {
+		t.Errorf("%d bytes after the protobuf events", len(frames))
+	}
+
+	frame := protoGone(t)
+	var ev metav1.WatchEvent
+	if err := ev.Unmarshal(frame[4:]); err != nil || int(binary.BigEndian.Uint32(frame)) != len(frame)-4 {
+		t.Fatalf("the 410 frame: %v", err)
+	}
+	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(ev.Object.Raw, nil, nil)
+	if st, ok := obj.(*metav1.Status); err != nil || !ok || st.Code != http.StatusGone || ev.Type != "ERROR" {
+		t.Errorf("the 410 frame holds %s %v (%v)", ev.Type, obj, err)
+	}
+}
+
+// decodePod decodes one pod, JSON or protobuf, by client-go's codecs,
+// without its kind.
+func decodePod(t *testing.T, b []byte) *corev1.Pod {
+	t.Helper()
+	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(b, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		t.Fatalf("decoded a %T", obj)
+	}
+	p.TypeMeta = metav1.TypeMeta{}
+	return p
 }
