@@ -14,12 +14,13 @@ cd "$(dirname "$0")/.."
 GO=${GO:-go}
 PODS=${PODS:-1000000}
 ROUNDS=${ROUNDS:-1}
-SIDES=${SIDES:-"ours ours-summary client-go"}
+SIDES=${SIDES:-"floor ours ours-summary client-go"}
 FORMATS=${FORMATS:-"json protobuf"}
 mem_kib=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo 2>/dev/null || echo 0)
 MAX_RSS_GIB=${MAX_RSS_GIB:-$((mem_kib * 85 / 100 / 1024 / 1024))}
 OUT=${OUT:-docs/benchmarks-scale.txt}
 bin=$(mktemp -d)/bench.test
+log=$(dirname "$bin")/side.log
 trap 'rm -rf "$(dirname "$bin")"' EXIT
 $GO test -c -o "$bin" ./internal/bench/
 : >"$OUT"
@@ -34,9 +35,13 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	for f in $FORMATS; do
 		for s in "${order[@]}"; do
 			echo "round $r: $f $s" >&2
+			status=0
 			(cd internal/bench && "$bin" -test.run '^$' -test.bench '^BenchmarkScale$' -test.benchtime 1x \
-				-bench.impl="$s" -scale.format="$f" -scale.pods="$PODS" -scale.maxrss=$((MAX_RSS_GIB << 30))) 2>&1 |
-				grep -E '^Benchmark|scale_test.go' | tee -a "$OUT" || true
+				-bench.impl="$s" -scale.format="$f" -scale.pods="$PODS" -scale.maxrss=$((MAX_RSS_GIB << 30))) >"$log" 2>&1 || status=$?
+			grep -E '^Benchmark|scale_test.go' "$log" | tee -a "$OUT" || true
+			if ((status > 128)); then # a signal: the RSS bound cannot catch one allocation of gigabytes
+				echo "    $f $s: killed by signal $((status - 128)) (9: the kernel's OOM killer, most likely)" | tee -a "$OUT"
+			fi
 		done
 	done
 done

@@ -69,7 +69,9 @@ const scalePool = 20000
 // that many cached (until the handler had the last). Sides: ours with its
 // defaults (managedFields dropped from the bytes), ours caching
 // bench.PodSummary (a projection), client-go with a SetTransform that
-// drops managedFields, as its users configure it. One op is one sync.
+// drops managedFields, as its users configure it; and the floor under
+// their sync time, the LIST read and dropped (scaleFloor). One op is one
+// sync.
 func BenchmarkScale(b *testing.B) {
 	srv := startScaleServer(b, *scalePods)
 	defer srv.stop()
@@ -77,7 +79,7 @@ func BenchmarkScale(b *testing.B) {
 		if *scaleFormat != "" && format != *scaleFormat {
 			continue
 		}
-		for _, impl := range []string{"ours", "ours-summary", "client-go"} {
+		for _, impl := range []string{"floor", "ours", "ours-summary", "client-go"} {
 			if *implFlag != "" && impl != *implFlag {
 				continue // each side alone in its process: RSS is the process's
 			}
@@ -99,6 +101,31 @@ type scaleInformer struct {
 	counts *scaleCounts // of the one handler, added before the informer runs
 }
 
+// scaleFloor is the floor under both sides' sync time: one LIST of every
+// pod, read and dropped, nothing decoded (the server's encoding and the
+// transfer); it reports its time and the bytes a pod on the wire.
+func scaleFloor(b *testing.B, protobuf bool, srv *scaleServer) {
+	req, err := http.NewRequest(http.MethodGet, srv.url+"/api/v1/pods", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if protobuf {
+		req.Header.Set("Accept", protoContentType+",application/json")
+	}
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(time.Since(start).Seconds(), "sync-s")
+	b.ReportMetric(float64(n)/float64(*scalePods), "wire-B/pod")
+}
+
 // scaleCounts are what the benchmark's handler has been handed: adds,
 // updates of the relist (at the pool pods' versions) and updates of the
 // churn (from churnFirstRV up).
@@ -114,6 +141,10 @@ func (c *scaleCounts) update(obj interface{ GetResourceVersion() string }) {
 
 func scaleRun(b *testing.B, impl string, protobuf bool, srv *scaleServer) {
 	srv.post(b, "/reset")
+	if impl == "floor" {
+		scaleFloor(b, protobuf, srv)
+		return
+	}
 	cfg := &rest.Config{Host: srv.url, QPS: -1}
 	var inf scaleInformer
 	switch impl {
@@ -471,7 +502,7 @@ func TestScaleServer(t *testing.T) {
 // scaleItem is a pool pod's JSON cut around its name, UID and
 // resourceVersion.
 type scaleItem struct {
-	name, rv              string // the pool pod's name and resourceVersion
+	name, rv               string // the pool pod's name and resourceVersion
 	before, mid, mid2, end []byte // raw = before name mid uid mid2 rv end
 }
 
