@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -48,10 +49,12 @@ const (
 
 // Reconciler brings the world in line with the cached state of one object.
 // Reconcile is called with the key of an object that changed (or was
-// deleted: the lister then says NotFound); it reads the object from the
-// informer's lister. A nil error marks the key done; an error, or a panic,
-// retries it after the rate limiter's delay. It must honour ctx, which is
-// canceled when a shutdown's drain times out.
+// deleted: the lister then says NotFound), or whose children did (see
+// Watch); it reads the object from the informer's lister. A nil error
+// marks the key done; RequeueAfter(d) asks for it again after d; an error
+// wrapped by Terminal is reported and not retried; any other error, or a
+// panic, retries it after the rate limiter's delay. It must honour ctx,
+// which is canceled when a shutdown's drain times out.
 type Reconciler interface {
 	Reconcile(ctx context.Context, key cache.Key) error
 }
@@ -82,9 +85,29 @@ type Options[T cache.Object] struct {
 	// Predicates decide which changes enqueue their key: all must accept
 	// it. Default: none, every change does.
 	Predicates []Predicate[T]
-	// Name names the workqueue for its metrics. Default: the informer's
-	// name if MetricsProvider is set, else none, and the workqueue
-	// reports no metrics.
+	// Watches are other informers whose changes reconcile keys of this
+	// one: owned children (Owned), objects naming it in a label
+	// (Labeled), any mapping (Mapped). Default: none.
+	Watches []Watch
+	// Trigger, if set, is a channel of keys to reconcile, from outside
+	// any informer: a webhook, an external system's events. Each key
+	// received is queued as a live change, until the channel is closed or
+	// Run returns. Default: none.
+	Trigger <-chan cache.Key
+	// Periodic, if positive, reconciles every key of the informer's cache
+	// about this often even if nothing changed, as background work (behind
+	// live changes): each round comes after Periodic plus a random
+	// jitter of up to PeriodicJitter of it, so that replicas and
+	// controllers started together do not reconcile everything at once.
+	// Unlike typed.Options.ResyncPeriod it calls no handler and touches no
+	// other controller. Default: 0, never.
+	Periodic time.Duration
+	// PeriodicJitter is the fraction of Periodic added at random to each
+	// round's wait, between 0 and 1. Default (0): 0.1.
+	PeriodicJitter float64
+	// Name names the controller in its Status, its errors and its
+	// metrics, and its workqueue. Default: the informer's name. The
+	// workqueue reports metrics only if Name or MetricsProvider is set.
 	Name string
 	// MetricsProvider receives the workqueue's metrics (client-go's
 	// workqueue.MetricsProvider). Default: client-go's global provider,
@@ -103,8 +126,9 @@ type Options[T cache.Object] struct {
 }
 
 // KeyError is what the controller reports about a key: a failed (or
-// panicked) Reconcile that will be retried, or, with Dropped set, a key
-// given up after Options.MaxRetries retries.
+// panicked) Reconcile that will be retried; with Terminal set, a failure
+// that is not retried (see Terminal); with Dropped set, a key given up
+// after Options.MaxRetries retries.
 type KeyError struct {
 	// Key is the key that failed.
 	Key cache.Key
@@ -113,6 +137,9 @@ type KeyError struct {
 	Attempts int
 	// Dropped says the key was given up.
 	Dropped bool
+	// Terminal says Reconcile marked the error with Terminal: the key is
+	// not retried.
+	Terminal bool
 	// Err is the error Reconcile returned (or ErrPanic, wrapped).
 	Err error
 }
@@ -120,8 +147,11 @@ type KeyError struct {
 // Error names the key, the attempt and the error, and says whether the
 // key was dropped.
 func (e *KeyError) Error() string {
-	if e.Dropped {
+	switch {
+	case e.Dropped:
 		return fmt.Sprintf("reconcile %v: dropped after %d attempts: %v", e.Key, e.Attempts, e.Err)
+	case e.Terminal:
+		return fmt.Sprintf("reconcile %v: attempt %d, not retried: %v", e.Key, e.Attempts, e.Err)
 	}
 	return fmt.Sprintf("reconcile %v: attempt %d: %v", e.Key, e.Attempts, e.Err)
 }
@@ -138,11 +168,15 @@ func (e *KeyError) Unwrap() []error {
 // client-go's typed rate-limited workqueue. Create it with New; run it
 // with Run.
 type Controller[T cache.Object] struct {
-	inf  *typed.Informer[T]
-	r    Reconciler
-	opts Options[T]
+	inf     *typed.Informer[T]
+	r       Reconciler
+	opts    Options[T]
+	name    string
+	watches []*watchSpec
+	stats   *counters
 
 	ran      atomic.Bool
+	started  atomic.Bool // the caches synced and the workers run
 	done     atomic.Bool // Run has returned
 	stopping atomic.Bool
 	prio     *twoLevel
@@ -152,8 +186,9 @@ type Controller[T cache.Object] struct {
 }
 
 // New returns a controller that calls r for the keys of inf's changes.
-// It does nothing until Run. It fails for a nil informer or reconciler and
-// for negative Workers, MaxRetries or DrainTimeout.
+// It does nothing until Run. It fails for a nil informer or reconciler,
+// for negative Workers, MaxRetries, DrainTimeout or Periodic, a
+// PeriodicJitter outside 0..1, and for a nil or invalid Watch.
 func New[T cache.Object](inf *typed.Informer[T], r Reconciler, opts Options[T]) (*Controller[T], error) {
 	switch {
 	case inf == nil:
@@ -166,6 +201,21 @@ func New[T cache.Object](inf *typed.Informer[T], r Reconciler, opts Options[T]) 
 		return nil, fmt.Errorf("%w: MaxRetries %d is negative", ErrBadOptions, opts.MaxRetries)
 	case opts.DrainTimeout < 0:
 		return nil, fmt.Errorf("%w: DrainTimeout %v is negative", ErrBadOptions, opts.DrainTimeout)
+	case opts.Periodic < 0:
+		return nil, fmt.Errorf("%w: Periodic %v is negative", ErrBadOptions, opts.Periodic)
+	case opts.PeriodicJitter < 0 || opts.PeriodicJitter > 1:
+		return nil, fmt.Errorf("%w: PeriodicJitter %v is not between 0 and 1", ErrBadOptions, opts.PeriodicJitter)
+	}
+	var watches []*watchSpec
+	for i, w := range opts.Watches {
+		if w == nil {
+			return nil, fmt.Errorf("%w: Watches[%d] is nil", ErrBadOptions, i)
+		}
+		ws := w.spec()
+		if ws.err != nil {
+			return nil, fmt.Errorf("%w: Watches[%d]: %w", ErrBadOptions, i, ws.err)
+		}
+		watches = append(watches, ws)
 	}
 	for i, p := range opts.Predicates {
 		if p == nil {
@@ -181,11 +231,25 @@ func New[T cache.Object](inf *typed.Informer[T], r Reconciler, opts Options[T]) 
 	if opts.RateLimiter == nil {
 		opts.RateLimiter = workqueue.DefaultTypedControllerRateLimiter[cache.Key]()
 	}
+	if opts.PeriodicJitter == 0 {
+		opts.PeriodicJitter = 0.1
+	}
+	name := opts.Name
+	if name == "" {
+		name = inf.Name()
+	}
 	if opts.Name == "" && opts.MetricsProvider != nil {
-		opts.Name = inf.Name()
+		opts.Name = name
+	}
+	scope := inf.Resource().Scope
+	for i, w := range watches {
+		if err := w.bind(scope); err != nil {
+			return nil, fmt.Errorf("%w: Watches[%d]: %w", ErrBadOptions, i, err)
+		}
 	}
 	opts.Predicates = append([]Predicate[T](nil), opts.Predicates...)
-	return &Controller[T]{inf: inf, r: r, opts: opts, prio: newTwoLevel()}, nil
+	opts.Watches = nil // the specs are kept
+	return &Controller[T]{inf: inf, r: r, opts: opts, name: name, watches: watches, stats: newCounters(), prio: newTwoLevel()}, nil
 }
 
 // Run adds the controller's handler to the informer, waits for the
@@ -227,41 +291,89 @@ func (c *Controller[T]) Run(ctx context.Context) error {
 		}),
 	})
 	c.queue.Store(&q)
-	reg, err := c.inf.AddHandler(c.handler(q))
+	enqueue := func(key cache.Key, bg bool) {
+		if bg {
+			c.prio.markBackground(key)
+		} else {
+			c.prio.markLive(key)
+		}
+		q.Add(key)
+	}
+	var removes []func() error
+	stopHandlers := func() {
+		for _, remove := range removes {
+			// An informer may have stopped already: then no handler runs.
+			if err := remove(); err != nil && !errors.Is(err, typed.ErrStopped) {
+				c.report(err)
+			}
+		}
+	}
+	reg, err := c.inf.AddHandler(c.handler(enqueue))
 	if err != nil {
 		q.ShutDown()
 		return fmt.Errorf("reconcile: %w", err)
 	}
-	stopHandler := func() {
-		// The informer may have stopped already: then no handler runs.
-		if err := c.inf.RemoveHandler(reg); err != nil && !errors.Is(err, typed.ErrStopped) {
-			c.report(err)
+	removes = append(removes, func() error { return c.inf.RemoveHandler(reg) })
+	for _, w := range c.watches {
+		remove, err := w.add(enqueue)
+		if err != nil {
+			stopHandlers()
+			q.ShutDown()
+			return fmt.Errorf("reconcile: watch %s: %w", w.name, err)
 		}
+		removes = append(removes, remove)
 	}
-	if err := c.inf.WaitForSync(ctx); err != nil {
-		stopHandler()
+	if err := c.waitForSync(ctx); err != nil {
+		stopHandlers()
 		q.ShutDown()
 		return err
 	}
 
-	// Reconciles run on a context that outlives ctx by the drain.
+	// Reconciles run on a context that outlives ctx by the drain; the
+	// loops that feed the queue (triggers, periodic rounds, watching the
+	// informers) on one that ends with the drain's start.
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
-	var workers sync.WaitGroup
+	lctx, stopLoops := context.WithCancel(ctx)
+	defer stopLoops()
+	var workers, loops sync.WaitGroup
 	for range c.opts.Workers {
 		workers.Go(func() { c.work(rctx, q) })
 	}
+	stopped := make(chan string, 1+len(c.watches))
+	watchStop := func(name string, ch <-chan struct{}) {
+		loops.Go(func() {
+			select {
+			case <-ch:
+				stopped <- name
+			case <-lctx.Done():
+			}
+		})
+	}
+	watchStop(c.inf.Name(), c.inf.Stopped())
+	for _, w := range c.watches {
+		watchStop(w.name, w.stopped())
+	}
+	if c.opts.Trigger != nil {
+		loops.Go(func() { c.triggers(lctx, enqueue) })
+	}
+	if c.opts.Periodic > 0 {
+		loops.Go(func() { c.periodic(lctx, enqueue) })
+	}
+	c.started.Store(true)
 	var result error
 	select {
 	case <-ctx.Done():
-	case <-c.inf.Stopped():
+	case name := <-stopped:
 		if ctx.Err() == nil { // stopped on its own, not by a shared ctx
-			result = fmt.Errorf("reconcile: %w: nothing more will change", typed.ErrStopped)
+			result = fmt.Errorf("reconcile: informer %s: %w: nothing more will change", name, typed.ErrStopped)
 		}
 	}
 
 	c.stopping.Store(true)
-	stopHandler()
+	stopLoops()
+	loops.Wait()
+	stopHandlers()
 	q.ShutDown() // wakes idle workers; adds are ignored from now on
 	done := make(chan struct{})
 	go func() { workers.Wait(); close(done) }()
@@ -277,6 +389,52 @@ func (c *Controller[T]) Run(ctx context.Context) error {
 	return result
 }
 
+// waitForSync waits for the controller's informer and every watched one.
+func (c *Controller[T]) waitForSync(ctx context.Context) error {
+	if err := c.inf.WaitForSync(ctx); err != nil {
+		return err
+	}
+	for _, w := range c.watches {
+		if err := w.wait(ctx); err != nil {
+			return fmt.Errorf("reconcile: watch %s: %w", w.name, err)
+		}
+	}
+	return nil
+}
+
+// triggers queues the keys of Options.Trigger as live changes.
+func (c *Controller[T]) triggers(ctx context.Context, enqueue func(cache.Key, bool)) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case key, ok := <-c.opts.Trigger:
+			if !ok {
+				return
+			}
+			enqueue(key, false)
+		}
+	}
+}
+
+// periodic queues every cached key as background work each round.
+func (c *Controller[T]) periodic(ctx context.Context, enqueue func(cache.Key, bool)) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		jitter := time.Duration(rand.Float64() * c.opts.PeriodicJitter * float64(c.opts.Periodic))
+		timer.Reset(c.opts.Periodic + jitter)
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		for _, key := range c.inf.Store().ListKeys() {
+			enqueue(key, true)
+		}
+	}
+}
+
 // Len returns the number of keys waiting for a worker, not counting keys
 // waiting for a retry's delay. It is 0 before Run.
 func (c *Controller[T]) Len() int {
@@ -288,19 +446,14 @@ func (c *Controller[T]) Len() int {
 
 // handler turns the informer's changes into keys, background work
 // behind live changes.
-func (c *Controller[T]) handler(q workqueue.TypedRateLimitingInterface[cache.Key]) handler.Funcs[T] {
+func (c *Controller[T]) handler(enqueue func(cache.Key, bool)) handler.Funcs[T] {
 	add := func(e Event[T]) {
 		for _, p := range c.opts.Predicates {
 			if !p(e) {
 				return
 			}
 		}
-		if background(e) {
-			c.prio.markBackground(e.Key)
-		} else {
-			c.prio.markLive(e.Key)
-		}
-		q.Add(e.Key)
+		enqueue(e.Key, background(e))
 	}
 	return handler.Funcs[T]{
 		AddFunc: func(obj T, initial bool) {
@@ -341,42 +494,69 @@ func (c *Controller[T]) work(ctx context.Context, q workqueue.TypedRateLimitingI
 			return
 		}
 		c.active.Add(1)
-		err := c.reconcile(ctx, key)
+		began := time.Now()
+		panicked, err := c.reconcile(ctx, key)
+		o, after := classify(err, panicked)
+		c.stats.observe(o, time.Since(began))
 		c.active.Add(-1)
-		c.settle(q, key, err)
+		c.settle(q, key, err, o, after)
 		q.Done(key)
 	}
 }
 
 // reconcile calls the Reconciler, turning a panic into an error.
-func (c *Controller[T]) reconcile(ctx context.Context, key cache.Key) (err error) {
+func (c *Controller[T]) reconcile(ctx context.Context, key cache.Key) (panicked bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: %v\n%s", ErrPanic, r, debug.Stack())
+			panicked, err = true, fmt.Errorf("%w: %v\n%s", ErrPanic, r, debug.Stack())
 		}
 	}()
-	return c.r.Reconcile(ctx, key)
+	return false, c.r.Reconcile(ctx, key)
 }
 
-// settle forgets a key that succeeded, retries one that failed, or drops
-// it after MaxRetries retries.
-func (c *Controller[T]) settle(q workqueue.TypedRateLimitingInterface[cache.Key], key cache.Key, err error) {
-	if err == nil {
+// settle forgets a key that succeeded, requeues one that asked for it,
+// reports a terminal failure, retries any other failure, or drops the key
+// after MaxRetries retries.
+func (c *Controller[T]) settle(q workqueue.TypedRateLimitingInterface[cache.Key], key cache.Key, err error, o outcome, after time.Duration) {
+	switch o {
+	case outcomeSuccess:
 		q.Forget(key)
 		c.prio.forget(key)
+		return
+	case outcomeRequeue, outcomeRequeueAfter:
+		q.Forget(key) // not a failure: the backoff starts again
+		switch {
+		case c.stopping.Load():
+		case after > 0:
+			q.AddAfter(key, after)
+		default:
+			q.Add(key)
+		}
+		return
+	case outcomeTerminal:
+		q.Forget(key)
+		c.prio.forget(key)
+		c.fail(&KeyError{Key: key, Attempts: q.NumRequeues(key) + 1, Terminal: true, Err: err})
 		return
 	}
 	retries := q.NumRequeues(key)
 	if c.opts.MaxRetries > 0 && retries >= c.opts.MaxRetries {
 		q.Forget(key)
 		c.prio.forget(key)
-		c.report(&KeyError{Key: key, Attempts: retries + 1, Dropped: true, Err: err})
+		c.stats.dropped.Add(1)
+		c.fail(&KeyError{Key: key, Attempts: retries + 1, Dropped: true, Err: err})
 		return
 	}
-	c.report(&KeyError{Key: key, Attempts: retries + 1, Err: err})
+	c.fail(&KeyError{Key: key, Attempts: retries + 1, Err: err})
 	if !c.stopping.Load() {
 		q.AddRateLimited(key)
 	}
+}
+
+// fail records a failed key in Status and reports it.
+func (c *Controller[T]) fail(err *KeyError) {
+	c.stats.failed(err)
+	c.report(err)
 }
 
 // report passes err to Options.ErrorHandler, or logs it; a panicking
@@ -389,15 +569,15 @@ func (c *Controller[T]) report(err error) {
 	if c.opts.ErrorHandler == nil {
 		var ke *KeyError
 		if errors.As(err, &ke) {
-			logger.Error(ke.Err, "reconcile failed", "informer", c.inf.Name(), "key", ke.Key.String(), "attempts", ke.Attempts, "dropped", ke.Dropped)
+			logger.Error(ke.Err, "reconcile failed", "controller", c.name, "key", ke.Key.String(), "attempts", ke.Attempts, "dropped", ke.Dropped, "terminal", ke.Terminal)
 			return
 		}
-		logger.Error(err, "reconcile controller", "informer", c.inf.Name())
+		logger.Error(err, "reconcile controller", "controller", c.name)
 		return
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			logger.Error(fmt.Errorf("%v", r), "Options.ErrorHandler panicked", "informer", c.inf.Name(), "handling", err.Error())
+			logger.Error(fmt.Errorf("%v", r), "Options.ErrorHandler panicked", "controller", c.name, "handling", err.Error())
 		}
 	}()
 	c.opts.ErrorHandler(err)

@@ -68,6 +68,7 @@ const (
 // notifies handlers. Create it with [NewInformer]; run it with Run.
 type Informer[T cache.Object] struct {
 	name   string
+	res    source.Resource
 	opts   Options[T]
 	writer *cache.Writer[T]
 	store  *cache.Store[T]
@@ -157,7 +158,7 @@ func NewInformer[T cache.Object](src source.Source[T], opts Options[T]) (*Inform
 		return nil, fmt.Errorf("typed: informer %s: %w", name, err)
 	}
 	inf := &Informer[T]{
-		name: name, opts: opts, writer: w, store: w.Store(),
+		name: name, res: res, opts: opts, writer: w, store: w.Store(),
 		queue:  fifo.New[T](fifo.Options{MaxLen: queueLen}),
 		synced: make(chan struct{}), done: make(chan struct{}), errs: make(chan error, errorBuffer), reported: make(chan struct{}),
 		regs: map[*Registration]*listener[T]{},
@@ -207,6 +208,11 @@ func requestOptions[T cache.Object](opts Options[T]) (func(*metav1.ListOptions),
 
 // Name returns the informer's name, as errors and logs give it.
 func (inf *Informer[T]) Name() string { return inf.name }
+
+// Resource returns what the informer holds, as its source and
+// Options.Resource and Options.Scope declare it; either part may be
+// unknown (see source.ResourceOf).
+func (inf *Informer[T]) Resource() source.Resource { return inf.res }
 
 // Run starts the informer and blocks until ctx ends; it then stops every
 // goroutine it started and returns nil. A handler call in progress when
