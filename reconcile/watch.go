@@ -56,7 +56,7 @@ type watchSpec struct {
 	bind func(owner cache.Scope) error
 	// add adds the handler that maps changes to keys and passes them to
 	// enqueue; remove takes it off again.
-	add      func(enqueue func(key cache.Key, background bool)) (remove func() error, err error)
+	add     func(enqueue func(key cache.Key, background bool)) (remove func() error, err error)
 	wait    func(ctx context.Context) error
 	stopped func() <-chan struct{}
 }
