@@ -21,6 +21,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"ago":   func(now, t time.Time) string { return roundAge(now.Sub(t)) },
 	"deref": func(p *int64) int64 { return *p },
 	"bytes": humanBytes,
+	"secs":  seconds,
 	"lastEvent": func(is InformerStatus) string {
 		if is.LastEventAgeSeconds != nil {
 			return roundAge(time.Duration(*is.LastEventAgeSeconds*float64(time.Second))) + " ago"

@@ -86,6 +86,9 @@ func (c *Readiness) check(s Snapshot) error {
 	for _, is := range s.Informers {
 		reasons = append(reasons, c.problems(s.Time, is)...)
 	}
+	for _, cs := range s.Controllers {
+		reasons = append(reasons, controllerProblems(cs)...)
+	}
 	if len(reasons) == 0 {
 		return nil
 	}
@@ -118,6 +121,18 @@ func (c *Readiness) problems(now time.Time, is InformerStatus) []string {
 		}
 	}
 	return out
+}
+
+// controllerProblems are the reasons why a controller is not ready.
+func controllerProblems(cs ControllerStatus) []string {
+	name := fmt.Sprintf("controller %q", cs.Name)
+	switch {
+	case cs.Stopped:
+		return []string{name + ": stopped"}
+	case !cs.Started:
+		return []string{name + ": waiting for its caches to sync"}
+	}
+	return nil
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
@@ -154,6 +169,22 @@ func (c *Readiness) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		fmt.Fprintf(&b, "[-]%s\n", is.Name)
 		for _, line := range p {
 			b.WriteString("    " + line + "\n")
+		}
+	}
+	for _, cs := range s.Controllers {
+		p := controllerProblems(cs)
+		if len(p) > 0 {
+			ready = false
+		}
+		switch {
+		case !verbose:
+			for _, line := range p {
+				b.WriteString(line + "\n")
+			}
+		case len(p) == 0:
+			fmt.Fprintf(&b, "[+]controller %s ok\n", cs.Name)
+		default:
+			fmt.Fprintf(&b, "[-]controller %s\n    %s\n", cs.Name, p[0])
 		}
 	}
 	h := w.Header()

@@ -78,8 +78,9 @@ type Registry struct {
 	errorText func(error) string
 	maxError  int
 
-	mu      sync.Mutex
-	entries []*Entry // in the order added
+	mu          sync.Mutex
+	entries     []*Entry     // in the order added
+	controllers []Controller // in the order added
 }
 
 // NewRegistry returns an empty registry. It fails for a negative
@@ -205,6 +206,8 @@ type Snapshot struct {
 	Time time.Time `json:"time"`
 	// Informers are in the order they were added.
 	Informers []InformerStatus `json:"informers"`
+	// Controllers are in the order they were added (AddController).
+	Controllers []ControllerStatus `json:"controllers,omitempty"`
 }
 
 // InformerStatus is the state of one informer: names, counts and status,
@@ -284,11 +287,15 @@ type HandlerStatus struct {
 func (r *Registry) Snapshot() Snapshot {
 	r.mu.Lock()
 	entries := slices.Clone(r.entries)
+	controllers := slices.Clone(r.controllers)
 	r.mu.Unlock()
 	now := time.Now()
 	s := Snapshot{Time: now, Informers: make([]InformerStatus, 0, len(entries))}
 	for _, e := range entries {
 		s.Informers = append(s.Informers, e.status(now))
+	}
+	for _, c := range controllers {
+		s.Controllers = append(s.Controllers, r.controllerStatus(c))
 	}
 	return s
 }

@@ -3,11 +3,14 @@ package reconcile_test
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/reconcile"
@@ -111,4 +114,50 @@ func ExampleAny() {
 	// Output:
 	// labels only: true
 	// status only: false
+}
+
+// A Deployment controller that owns ReplicaSets: a ReplicaSet's change
+// reconciles the Deployment that controls it, and the reconciler reads
+// the Deployment's ReplicaSets from the owner index, with no scan.
+func ExampleOwned() {
+	deps := sourcetest.NewFake(sourcetest.FakeOptions[*appsv1.Deployment]{Objects: []*appsv1.Deployment{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}},
+	}})
+	yes := true
+	rss := sourcetest.NewFake(sourcetest.FakeOptions[*appsv1.ReplicaSet]{Objects: []*appsv1.ReplicaSet{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-7d9f", OwnerReferences: []metav1.OwnerReference{
+			{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "1", Controller: &yes},
+		}}},
+	}})
+	depInf, _ := typed.NewInformer(deps, typed.Options[*appsv1.Deployment]{})
+	rsInf, _ := typed.NewInformer(rss, typed.Options[*appsv1.ReplicaSet]{})
+	deployment := schema.GroupKind{Group: "apps", Kind: "Deployment"}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var once sync.Once
+	ctrl, err := reconcile.New(depInf, reconcile.Func(func(_ context.Context, key cache.Key) error {
+		owned, err := reconcile.OwnedBy(rsInf, deployment, key)
+		if err != nil {
+			return err
+		}
+		once.Do(func() { // the initial lists may bring the key twice
+			fmt.Println(key, "owns", len(owned), "ReplicaSet(s)")
+			cancel()
+		})
+		return nil
+	}), reconcile.Options[*appsv1.Deployment]{
+		Watches: []reconcile.Watch{reconcile.Owned(rsInf, deployment, reconcile.WatchOptions[*appsv1.ReplicaSet]{})},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return depInf.Run(ctx) })
+	g.Go(func() error { return rsInf.Run(ctx) })
+	g.Go(func() error { return ctrl.Run(ctx) })
+	fmt.Println("stopped:", g.Wait())
+	// Output:
+	// shop/web owns 1 ReplicaSet(s)
+	// stopped: <nil>
 }

@@ -1,0 +1,401 @@
+// Package manager runs a controller program's parts together: a Factory's
+// informers, informers of your own, reconcile controllers, other
+// runnables, and the HTTP endpoints that report on them (readiness, the
+// debug page, and handlers of your own such as /metrics).
+//
+//	f, _ := factory.New(cfg, factory.Options{})
+//	m, _ := manager.New(manager.Options{Factory: f, Addr: "127.0.0.1:8081"})
+//	pods, _ := manager.InformerFor[*corev1.Pod](m, factory.Scope{})
+//	ctrl, _ := reconcile.New(pods, r, reconcile.Options[*corev1.Pod]{})
+//	_ = m.AddController(ctrl)
+//	err := m.Run(ctx) // until ctx ends
+//
+// # Order
+//
+// Run starts the HTTP server first (readiness fails until every informer
+// has synced), then the informers (the factory's and those added with
+// AddInformer), then the controllers and runnables; each controller waits
+// for the caches it reads before its workers start. When ctx ends, or any
+// part fails, the manager stops them in reverse: controllers and runnables
+// first (each drains its reconciles in progress), then the informers, then
+// the HTTP server. Run returns the first part's error, or nil after a
+// clean stop, with no goroutine of it left.
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/factory"
+	"github.com/typedinformer/informer/httpinfo"
+	"github.com/typedinformer/informer/reconcile"
+	"github.com/typedinformer/informer/typed"
+)
+
+// Errors of the manager.
+var (
+	// ErrDuplicate is returned for a second controller or runnable under a
+	// name already added.
+	ErrDuplicate = errors.New("manager: name already added")
+	// ErrStarted is returned by the Add methods once Run has started.
+	ErrStarted = errors.New("manager: already started")
+	// ErrNil is returned for a nil controller, runnable or informer.
+	ErrNil = errors.New("manager: nil argument")
+	// ErrNoFactory is returned by InformerFor for a manager without
+	// Options.Factory.
+	ErrNoFactory = errors.New("manager: no Options.Factory")
+)
+
+// Runnable is a part of the program the manager runs with its
+// controllers: Run blocks until ctx ends and returns nil then, or returns
+// an error, which stops the whole manager.
+type Runnable interface {
+	Run(ctx context.Context) error
+}
+
+// Controller is a runnable with a name and a status: *reconcile.Controller
+// of any type is one.
+type Controller interface {
+	Runnable
+	Name() string
+	Status() reconcile.Status
+}
+
+// Options configures New. The zero value runs what is added, with no HTTP
+// server.
+type Options struct {
+	// Factory, if set, is started with the manager's informers; get its
+	// informers with InformerFor so that they are registered on the page
+	// and the readiness check. Default: none.
+	Factory *factory.Factory
+	// Addr, if set, is the address of an HTTP server for /readyz (the
+	// readiness of every informer and controller), /healthz (the manager
+	// is running), /debug/informers (the debug page) and Handlers. Serve it
+	// on a private port: see package httpinfo. ":0" picks a free port
+	// (Manager.Addr says which). Default: no server.
+	Addr string
+	// Handlers are more endpoints of the HTTP server by pattern
+	// (http.ServeMux), such as "/metrics": promhttp.HandlerFor(registry,
+	// promhttp.HandlerOpts{}). Default: none.
+	Handlers map[string]http.Handler
+	// Registry is the httpinfo registry the page and the readiness check
+	// read; the manager adds its informers and controllers to it.
+	// Default: a new one.
+	Registry *httpinfo.Registry
+	// Readiness configures the readiness check. Default: its zero value.
+	Readiness httpinfo.ReadinessOptions
+	// ShutdownTimeout bounds the HTTP server's graceful shutdown, the last
+	// step of a stop. Default (0): 5s.
+	ShutdownTimeout time.Duration
+}
+
+// Manager runs informers, controllers and HTTP endpoints together; see the
+// package documentation. Create it with New, add parts, then Run it once.
+type Manager struct {
+	opts  Options
+	reg   *httpinfo.Registry
+	ready *httpinfo.Readiness
+	page  *httpinfo.Page
+
+	mu        sync.Mutex
+	started   bool
+	informers []named
+	parts     []named // controllers and runnables, in the order added
+	names     map[string]bool
+	releases  []func()
+	addr      net.Addr
+	stopped   chan struct{} // closed when Run has returned
+}
+
+type named struct {
+	name string
+	r    Runnable
+}
+
+// New returns a manager with nothing added. It fails for a negative
+// ShutdownTimeout and invalid Readiness options.
+func New(opts Options) (*Manager, error) {
+	if opts.ShutdownTimeout < 0 {
+		return nil, fmt.Errorf("manager: ShutdownTimeout %v is negative", opts.ShutdownTimeout)
+	}
+	if opts.ShutdownTimeout == 0 {
+		opts.ShutdownTimeout = 5 * time.Second
+	}
+	if err := checkHandlers(opts.Handlers); err != nil {
+		return nil, err
+	}
+	reg := opts.Registry
+	if reg == nil {
+		var err error
+		if reg, err = httpinfo.NewRegistry(httpinfo.Options{}); err != nil {
+			return nil, fmt.Errorf("manager: %w", err)
+		}
+	}
+	ready, err := httpinfo.NewReadiness(reg, opts.Readiness)
+	if err != nil {
+		return nil, fmt.Errorf("manager: %w", err)
+	}
+	page, err := httpinfo.NewPage(reg, httpinfo.PageOptions{Readiness: ready})
+	if err != nil {
+		return nil, fmt.Errorf("manager: %w", err)
+	}
+	return &Manager{opts: opts, reg: reg, ready: ready, page: page, names: map[string]bool{}, stopped: make(chan struct{})}, nil
+}
+
+// InformerFor returns the informer of T in scope s of the manager's
+// Factory (factory.InformerFor) and registers it on the page and the
+// readiness check, once however often it is asked for. The factory runs
+// it; the manager releases it when Run returns. Add handlers and indexes;
+// do not Run it.
+func InformerFor[T cache.Object](m *Manager, s factory.Scope) (*typed.Informer[T], error) {
+	if m == nil {
+		return nil, ErrNil
+	}
+	if m.opts.Factory == nil {
+		return nil, ErrNoFactory
+	}
+	inf, release, err := factory.InformerFor[T](m.opts.Factory, s)
+	if err != nil {
+		return nil, fmt.Errorf("manager: %w", err)
+	}
+	m.mu.Lock()
+	m.releases = append(m.releases, release)
+	m.mu.Unlock()
+	if _, err := httpinfo.Add(m.reg, inf); err != nil && !errors.Is(err, httpinfo.ErrDuplicate) {
+		return nil, fmt.Errorf("manager: %w", err)
+	}
+	return inf, nil
+}
+
+// AddInformer has the manager run inf (before the controllers, stopped
+// after them) and registers it on the page and the readiness check. Use
+// it for informers made with typed.NewInformer, not for a Factory's.
+func AddInformer[T cache.Object](m *Manager, inf *typed.Informer[T]) error {
+	if m == nil || inf == nil {
+		return ErrNil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.started {
+		return ErrStarted
+	}
+	if _, err := httpinfo.Add(m.reg, inf); err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	m.informers = append(m.informers, named{name: inf.Name(), r: inf})
+	return nil
+}
+
+// AddController adds a controller, run after the informers, stopped before
+// them, and reported on the page and the readiness check (ready once its
+// caches synced and its workers run). Two controllers of one name are
+// refused with ErrDuplicate.
+func (m *Manager) AddController(c Controller) error {
+	if c == nil {
+		return ErrNil
+	}
+	if err := m.add(c.Name(), c); err != nil {
+		return err
+	}
+	if err := httpinfo.AddController(m.reg, c); err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	return nil
+}
+
+// Add adds a runnable under name, run and stopped with the controllers.
+func (m *Manager) Add(name string, r Runnable) error {
+	if r == nil {
+		return ErrNil
+	}
+	return m.add(name, r)
+}
+
+func (m *Manager) add(name string, r Runnable) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case m.started:
+		return ErrStarted
+	case name == "":
+		return fmt.Errorf("manager: %w: empty name", ErrNil)
+	case m.names[name]:
+		return fmt.Errorf("%w: %q", ErrDuplicate, name)
+	}
+	m.names[name] = true
+	m.parts = append(m.parts, named{name: name, r: r})
+	return nil
+}
+
+// Addr returns the HTTP server's address once it listens, nil without
+// Options.Addr or before Run.
+func (m *Manager) Addr() net.Addr {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.addr
+}
+
+// Readiness returns the manager's readiness check, to serve elsewhere.
+func (m *Manager) Readiness() *httpinfo.Readiness { return m.ready }
+
+// Page returns the manager's debug page, to serve elsewhere.
+func (m *Manager) Page() *httpinfo.Page { return m.page }
+
+// Run runs every part until ctx ends or one fails, then stops them in
+// reverse order (see the package documentation) and returns the first
+// error, or nil. A manager runs once: a second Run returns
+// typed.ErrRunning while the first runs, typed.ErrStopped after.
+func (m *Manager) Run(ctx context.Context) error {
+	m.mu.Lock()
+	if m.started {
+		m.mu.Unlock()
+		select {
+		case <-m.stopped:
+			return typed.ErrStopped
+		default:
+			return typed.ErrRunning
+		}
+	}
+	m.started = true
+	informers, parts := m.informers, m.parts
+	m.mu.Unlock()
+	defer m.release()
+	logger := klog.FromContext(ctx).WithName("manager")
+
+	var first error
+	var once sync.Once
+	failed := make(chan struct{})
+	fail := func(what string, err error) {
+		if err == nil {
+			return
+		}
+		once.Do(func() {
+			first = fmt.Errorf("manager: %s: %w", what, err)
+			close(failed)
+		})
+	}
+
+	// Each stage runs on its own context, canceled in reverse order.
+	httpCtx, stopHTTP := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHTTP()
+	var httpDone chan struct{}
+	if m.opts.Addr != "" {
+		srv, ln, err := m.listen()
+		if err != nil {
+			close(m.stopped)
+			return err
+		}
+		httpDone = make(chan struct{})
+		go func() {
+			defer close(httpDone)
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				fail("HTTP server", err)
+			}
+		}()
+		go func() {
+			<-httpCtx.Done()
+			sctx, cancel := context.WithTimeout(context.Background(), m.opts.ShutdownTimeout)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		}()
+	}
+
+	infCtx, stopInformers := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopInformers()
+	var infs sync.WaitGroup
+	if f := m.opts.Factory; f != nil {
+		infs.Go(func() { fail("factory", f.Start(infCtx)) })
+	}
+	for _, n := range informers {
+		infs.Go(func() { fail("informer "+n.name, n.r.Run(infCtx)) })
+	}
+
+	partCtx, stopParts := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopParts()
+	var partsDone sync.WaitGroup
+	for _, n := range parts {
+		partsDone.Go(func() { fail(n.name, n.r.Run(partCtx)) })
+	}
+	logger.V(2).Info("started", "informers", len(informers), "parts", len(parts))
+
+	select {
+	case <-ctx.Done():
+	case <-failed:
+	}
+	stopParts()
+	partsDone.Wait()
+	stopInformers()
+	infs.Wait()
+	stopHTTP()
+	if httpDone != nil {
+		<-httpDone
+	}
+	close(m.stopped)
+	logger.V(2).Info("stopped", "err", first)
+	return first
+}
+
+// newMux is the HTTP server's mux: the manager's endpoints and
+// Options.Handlers.
+func newMux(ready, page, healthz http.Handler, handlers map[string]http.Handler) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("/readyz", ready)
+	mux.Handle("/healthz", healthz)
+	mux.Handle("/debug/informers", page)
+	for pattern, h := range handlers {
+		mux.Handle(pattern, h)
+	}
+	return mux
+}
+
+// checkHandlers refuses what http.ServeMux would panic on: a nil handler,
+// an invalid pattern, or one of the manager's own.
+func checkHandlers(handlers map[string]http.Handler) (err error) {
+	for pattern, h := range handlers {
+		if h == nil {
+			return fmt.Errorf("manager: %w: Handlers[%q] is nil", ErrNil, pattern)
+		}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("manager: Options.Handlers: %v", r)
+		}
+	}()
+	ok := http.NotFoundHandler()
+	newMux(ok, ok, ok, handlers)
+	return nil
+}
+
+func healthz(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) }
+
+// listen opens the HTTP server's listener and mux.
+func (m *Manager) listen() (*http.Server, net.Listener, error) {
+	mux := newMux(m.ready, m.page, http.HandlerFunc(healthz), m.opts.Handlers)
+	ln, err := net.Listen("tcp", m.opts.Addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("manager: listen on %s: %w", m.opts.Addr, err)
+	}
+	m.mu.Lock()
+	m.addr = ln.Addr()
+	m.mu.Unlock()
+	return &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln, nil
+}
+
+// release gives back the factory informers InformerFor took.
+func (m *Manager) release() {
+	m.mu.Lock()
+	rs := m.releases
+	m.releases = nil
+	m.mu.Unlock()
+	for _, r := range rs {
+		r()
+	}
+}
