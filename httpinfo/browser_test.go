@@ -21,6 +21,7 @@ import (
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/handler"
 	"github.com/typedinformer/informer/httpinfo"
+	"github.com/typedinformer/informer/reconcile"
 	"github.com/typedinformer/informer/source/sourcetest"
 	"github.com/typedinformer/informer/typed"
 )
@@ -106,6 +107,15 @@ func demoInformers(t *testing.T) (*sourcetest.Fake[*corev1.Pod], *sourcetest.Fak
 func TestBrowser(t *testing.T) {
 	ctx := browser(t)
 	podFake, secrets, podHandler, reg, secretErrs := demoInformers(t)
+	counts := make([]uint64, len(reconcile.LatencyBuckets)+1)
+	counts[2] = 40
+	if err := httpinfo.AddController(reg, &fakeController{name: "shop-pods", st: reconcile.Status{
+		Name: "shop-pods", Started: true, Workers: 4, Active: 1, Queued: 12,
+		Reconciles: reconcile.Outcomes{Success: 1180, Error: 23, Terminal: 2, Requeue: 5, RequeueAfter: 310},
+		Latency:    reconcile.Histogram{Counts: counts, Count: 40, Sum: 600 * time.Millisecond},
+	}}); err != nil {
+		t.Fatal(err)
+	}
 	ready, err := httpinfo.NewReadiness(reg, httpinfo.ReadinessOptions{ErrorThreshold: time.Nanosecond})
 	if err != nil {
 		t.Fatal(err)
@@ -198,6 +208,31 @@ func TestBrowser(t *testing.T) {
 	}
 	if errorRows != 1 {
 		t.Errorf("%d error rows, want 1 (secrets only)", errorRows)
+	}
+
+	// At 1200 px, a laptop's browser beside an editor, every column is in
+	// view, the handlers and the error text included: nothing to scroll to.
+	if _, err := chromedp.Run(ctx, chromedp.EmulateViewport(1200, 760)); err != nil {
+		t.Fatal(err)
+	}
+	overflow, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(() => {
+		const w = document.documentElement.clientWidth, out = [];
+		for (const css of ["td.handlers", "tr.error td", "th:last-child"]) {
+			for (const el of document.querySelectorAll(css)) {
+				const r = el.getBoundingClientRect().right;
+				if (r > w + 1) out.push(css + " ends at " + Math.round(r) + " px");
+			}
+		}
+		for (const el of document.querySelectorAll("div.scroll")) {
+			if (el.scrollWidth > el.clientWidth + 1) out.push("a table is " + el.scrollWidth + " px wide in " + el.clientWidth);
+		}
+		return out.join("; ");
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if overflow != "" {
+		t.Errorf("at 1200 px the page is cut off: %s", overflow)
 	}
 
 	if *updateScreenshot {

@@ -3,17 +3,20 @@ package httpinfo_test
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/httpinfo"
 	"github.com/typedinformer/informer/reconcile"
+	"github.com/typedinformer/informer/typed"
 )
 
 // fakeController reports the status it is given.
@@ -87,5 +90,38 @@ func TestControllers(t *testing.T) {
 	c.st.Stopped = true
 	if code, body := probe(t, ready, "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, `controller "foos": stopped`) {
 		t.Errorf("stopped: %d %q", code, body)
+	}
+}
+
+// TestQuarantinedOnPage: an object the cache refused is listed by key
+// on the page and in the JSON, with its reason redacted, never its
+// content; the rest syncs and the check stays ready.
+func TestQuarantinedOnPage(t *testing.T) {
+	fake := secretFake(3)
+	inf := newInformer(t, fake, typed.Options[*corev1.Secret]{Transform: func(s *corev1.Secret) (*corev1.Secret, error) {
+		if s.Name == "db-1" {
+			return nil, errors.New("cannot parse password hunter2")
+		}
+		return s, nil
+	}})
+	reg := newRegistry(t)
+	add(t, reg, inf)
+	ready, _ := httpinfo.NewReadiness(reg, httpinfo.ReadinessOptions{})
+	page, _ := httpinfo.NewPage(reg, httpinfo.PageOptions{Readiness: ready})
+	run(t, inf)
+	if err := inf.WaitForSync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	is := reg.Snapshot().Informers[0]
+	if is.QuarantinedCount != 1 || len(is.Quarantined) != 1 || is.Quarantined[0].Key != "shop/db-1" || is.Objects != 2 {
+		t.Fatalf("snapshot: %d objects, quarantined %d %+v; want 2 objects and shop/db-1", is.Objects, is.QuarantinedCount, is.Quarantined)
+	}
+	b, _ := io.ReadAll(fetchPage(t, page, http.MethodGet, "/debug/informers", "").Body)
+	html := string(b)
+	if !strings.Contains(html, `data-key="shop/db-1"`) || strings.Contains(html, "hunter2") {
+		t.Errorf("the page does not list shop/db-1, or shows the reason's text:\n%s", html)
+	}
+	if err := ready.Check(nil); err != nil {
+		t.Errorf("a quarantined object made the check fail: %v", err)
 	}
 }

@@ -248,6 +248,29 @@ type InformerStatus struct {
 	Counts metrics.Stats `json:"counts"`
 	// Handlers are the registered handlers, in the order added.
 	Handlers []HandlerStatus `json:"handlers"`
+	// Quarantined are the objects left out of the cache
+	// (typed.Status.Quarantined), by key, at most MaxQuarantinedShown of
+	// them; QuarantinedCount counts them all.
+	Quarantined      []QuarantinedStatus `json:"quarantined,omitempty"`
+	QuarantinedCount int                 `json:"quarantinedCount,omitempty"`
+}
+
+// MaxQuarantinedShown bounds InformerStatus.Quarantined.
+const MaxQuarantinedShown = 20
+
+// QuarantinedStatus is an object left out of an informer's cache: its
+// key, never its content.
+type QuarantinedStatus struct {
+	// Key is the object's key ("namespace/name").
+	Key string `json:"key"`
+	// ResourceVersion is the refused version.
+	ResourceVersion string `json:"resourceVersion"`
+	// Since is when it entered quarantine.
+	Since time.Time `json:"since"`
+	// Stale says the cache holds an older version of it; else none.
+	Stale bool `json:"stale,omitempty"`
+	// Reason is why it was refused, as the page shows errors.
+	Reason string `json:"reason"`
 }
 
 // ErrorStatus is an informer's last error, as text safe to show.
@@ -315,6 +338,12 @@ func (e *Entry) status(now time.Time) InformerStatus {
 		BytesPerObject:  st.Size.BytesPerObject,
 		BudgetBytes:     st.Size.Budget,
 		OverBudget:      st.Size.OverBudget,
+	}
+	is.QuarantinedCount = len(st.Quarantined)
+	for _, q := range st.Quarantined[:min(len(st.Quarantined), MaxQuarantinedShown)] {
+		is.Quarantined = append(is.Quarantined, QuarantinedStatus{
+			Key: q.Key.String(), ResourceVersion: q.ResourceVersion, Since: q.Since, Stale: q.Stale, Reason: e.reg.text(q.Reason),
+		})
 	}
 	if st.LastError != nil {
 		is.Error = &ErrorStatus{
