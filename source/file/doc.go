@@ -93,7 +93,9 @@
 // reads every file but decodes only those whose content changed. If the
 // directory itself cannot be read (removed, unmounted), that is reported
 // and the source keeps serving what it last read; it follows the directory
-// again once it is back.
+// again once it is back: at once, as the directory's parent is watched
+// while it is gone (a directory removed and recreated, a volume mounted
+// again), or at the next rescan where the parent cannot be watched.
 //
 // The goroutine runs only while a watch is open: the last watch's Stop ends
 // it and waits for it, and a source with no open watch holds no goroutine

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -93,6 +94,7 @@ func (s *Source[T]) follow(ctx context.Context, fsw *fsnotify.Watcher, done chan
 		tick = t.C
 	}
 	lost := false // the directory itself went away: its notifications ended
+	parent := ""  // while lost: the parent directory, watched for its return
 	for {
 		select {
 		case <-ctx.Done():
@@ -102,9 +104,15 @@ func (s *Source[T]) follow(ctx context.Context, fsw *fsnotify.Watcher, done chan
 				events, errs = nil, nil
 				continue
 			}
+			if parent != "" && ev.Name != s.dir && filepath.Dir(ev.Name) == parent {
+				continue // another entry of the parent
+			}
 			lost = lost || s.dirGone(ev)
 			if !s.settle(ctx, events, &lost) {
 				return
+			}
+			if lost {
+				lost = !s.rewatch(fsw, &parent)
 			}
 		case err, ok := <-errs:
 			if !ok {
@@ -115,12 +123,32 @@ func (s *Source[T]) follow(ctx context.Context, fsw *fsnotify.Watcher, done chan
 				s.report(&Error{File: s.dir, Err: fmt.Errorf("file notifications: %w", err)})
 			}
 		case <-tick:
-			if lost && fsw.Add(s.dir) == nil {
-				lost = false
+			if lost {
+				lost = !s.rewatch(fsw, &parent)
 			}
 		}
 		_ = s.Rescan(ctx) // problems are reported
 	}
+}
+
+// rewatch follows the directory again after it went away, and reports
+// whether it does. Until it is back, the parent directory is watched
+// (parent names it), so that the directory's return is noticed at once,
+// not at the next rescan.
+func (s *Source[T]) rewatch(fsw *fsnotify.Watcher, parent *string) bool {
+	if *parent == "" {
+		if p := filepath.Dir(s.dir); p != s.dir && fsw.Add(p) == nil {
+			*parent = p
+		}
+	}
+	if fsw.Add(s.dir) != nil {
+		return false // not back yet: its creation in the parent will say so
+	}
+	if *parent != "" {
+		_ = fsw.Remove(*parent)
+		*parent = ""
+	}
+	return true
 }
 
 // dirGone reports a notification that the directory itself was removed
@@ -130,7 +158,8 @@ func (s *Source[T]) dirGone(ev fsnotify.Event) bool {
 }
 
 // settle waits until no notification came for settleQuiet (at most
-// settleMax), and reports false if ctx ended first.
+// settleMax), and reports false if ctx ended first. A removal of the
+// directory seen meanwhile sets lost.
 func (s *Source[T]) settle(ctx context.Context, events <-chan fsnotify.Event, lost *bool) bool {
 	quiet := time.NewTimer(settleQuiet)
 	defer quiet.Stop()

@@ -286,15 +286,23 @@ func TestWatchEnds(t *testing.T) {
 
 // TestDirectoryGone checks that a directory that goes away keeps its
 // objects (and is reported), and that the source follows it again once it
-// is back, through the periodic rescan.
+// is back: at once, through the notifications of its parent (with no
+// periodic rescan at all), and through the rescan where notifications are
+// not had.
 func TestDirectoryGone(t *testing.T) {
+	for name, interval := range map[string]time.Duration{"notified": -1, "rescan": 20 * time.Millisecond} {
+		t.Run(name, func(t *testing.T) { testDirectoryGone(t, interval) })
+	}
+}
+
+func testDirectoryGone(t *testing.T, interval time.Duration) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "manifests")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	writeFile(t, dir, "a.yaml", podYAML("ns", "p1"))
-	src, sink := newPods(t, dir, file.Options{RescanInterval: 20 * time.Millisecond})
+	src, sink := newPods(t, dir, file.Options{RescanInterval: interval})
 	w, err := src.Watch(waitCtx(t), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
