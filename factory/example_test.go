@@ -110,3 +110,33 @@ func ExampleInformerFor() {
 	// a == d: false
 	// true
 }
+
+// A factory over a clientset: here client-go's fake, as in a unit test;
+// any type the clientset serves needs no Register.
+func ExampleNewForClientsets() {
+	cs := fake.NewClientset(examplePod("shop", "web-0", "web"), examplePod("shop", "db-0", "db"))
+	f, err := factory.NewForClientsets([]any{cs}, factory.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	pods, release, err := factory.InformerFor[*corev1.Pod](f, factory.Scope{Namespace: "shop"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer release()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Start(ctx) }()
+	if err := f.WaitForSync(ctx); err != nil {
+		fmt.Println(err)
+	}
+	web, _ := pods.Lister().Namespace("shop").List(labels.SelectorFromSet(labels.Set{"app": "web"}))
+	fmt.Println(podNames(web))
+	cancel()
+	fmt.Println("start:", <-done)
+	// Output:
+	// [shop/web-0]
+	// start: <nil>
+}

@@ -90,8 +90,10 @@ type Factory struct {
 	state     state
 	informers map[key]entry
 	sources   map[reflect.Type]any // func(Scope) (source.Source[T], error), by T
-	group     *errgroup.Group
-	ctx       context.Context // Start's group context
+	// clientsets serve the types without a source (NewForClientsets).
+	clientsets []clientset
+	group      *errgroup.Group
+	ctx        context.Context // Start's group context
 }
 
 type state uint8

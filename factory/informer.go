@@ -186,6 +186,13 @@ func InformerFor[T cache.Object](f *Factory, s Scope) (inf *typed.Informer[T], r
 	if err != nil || e != nil {
 		return sharedResult[T](f, e, err)
 	}
+	if newSource == nil && f.clientsets != nil {
+		fn, err := clientsetSource[T](f.clientsets)
+		if err != nil {
+			return nil, nil, informerForError(k.typ, err)
+		}
+		newSource = fn
+	}
 
 	// Made without the lock: discovery may take a round trip. Two callers
 	// racing for a new key both make one; the second to insert uses the
