@@ -18,7 +18,7 @@ test-unit: chromium
 	$(GO) test -race -count=1 $(PKGS)
 
 test-integration: cluster-bin
-	$(GO) test -race -count=1 -p 1 -tags integration -timeout 30m ./internal/testcluster/ ./internal/integration/
+	$(GO) test -race -count=1 -p 1 -tags integration -timeout 30m ./internal/testcluster/ ./internal/integration/ ./examples/samplecontroller/
 
 ## bench: every figure of docs/benchmarks.md, ours and client-go on the same
 ## inputs at equal settings, in COUNT interleaved rounds (each side in its
