@@ -47,16 +47,17 @@ type Status struct {
 // Terminal and Panic included.
 type Outcomes struct {
 	// Success: a nil error.
-	Success uint64
+	Success uint64 `json:"success"`
 	// Error: any failure: an error (retried), a terminal error (not
 	// retried) or a panic (retried).
-	Error uint64
+	Error uint64 `json:"error"`
 	// Terminal: errors marked with Terminal.
-	Terminal uint64
+	Terminal uint64 `json:"terminal"`
 	// Panic: recovered panics.
-	Panic uint64
+	Panic uint64 `json:"panic"`
 	// Requeue and RequeueAfter: RequeueAfter with no delay, and with one.
-	Requeue, RequeueAfter uint64
+	Requeue      uint64 `json:"requeue"`
+	RequeueAfter uint64 `json:"requeueAfter"`
 }
 
 // Histogram is a distribution of durations over LatencyBuckets.

@@ -4,8 +4,9 @@
 // spec.deploymentName with spec.replicas, put back when edited by hand,
 // and reports the Deployment's available replicas in its status.
 //
-//	make demo-cluster   # in another terminal: a local kube-apiserver
-//	go run ./examples/samplecontroller --kubeconfig /tmp/informer-demo/kubeconfig
+//	make demo-cluster DEMO_FLAGS=--duration=0   # another terminal; prints "kubeconfig <path>"
+//	go run ./examples/samplecontroller --kubeconfig <path>
+//	KUBECONFIG=<path> kubectl apply -f examples/samplecontroller/foo.yaml
 package main
 
 import (
