@@ -97,7 +97,7 @@ lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) run $(STATICCHECK) ./...
-	$(GO) run $(STATICCHECK) -tags integration ./internal/integration/
+	$(GO) run $(STATICCHECK) -tags integration ./internal/integration/ ./examples/samplecontroller/
 
 clean:
 	rm -rf bin
