@@ -419,7 +419,7 @@ func bound(s string, n int) string {
 }
 
 // withheld is the text of an error whose message may quote an object.
-const withheld = "(text withheld: it may quote an object; the informer's ErrorHandler gets it)"
+const withheld = "(text withheld: it may quote an object; the ErrorHandler gets it)"
 
 // redact is the default Options.ErrorText. It shows the text of errors
 // whose text this module, the Go runtime or the API server wrote about the
