@@ -40,6 +40,11 @@ type Scope struct {
 	// Namespace limits the informer to one namespace; "" means every
 	// namespace, and is the only choice for a cluster-scoped resource.
 	Namespace string
+	// Namespaces, if set, limits the informer to a set of namespaces
+	// that may change while it runs: one list and watch per namespace,
+	// one cache (source.InNamespaces). Scopes share an informer when
+	// they name the same *source.Namespaces. It excludes Namespace.
+	Namespaces *source.Namespaces
 	// LabelSelector and FieldSelector restrict the informer to the
 	// objects they select, as in kubectl; see typed.Options.
 	LabelSelector, FieldSelector string
@@ -61,11 +66,12 @@ type key struct {
 	typ                              reflect.Type
 	namespace, labels, fields, tweak string
 	shard                            string
+	namespaces                       *source.Namespaces
 }
 
 // keyOf checks s and returns its key for T; its errors are InformerFor's.
 func keyOf[T cache.Object](s Scope) (key, error) {
-	k := key{typ: reflect.TypeFor[T](), namespace: s.Namespace, tweak: s.TweakName}
+	k := key{typ: reflect.TypeFor[T](), namespace: s.Namespace, tweak: s.TweakName, namespaces: s.Namespaces}
 	if s.Shard != nil {
 		k.shard = s.Shard.Selector()
 	}
@@ -83,6 +89,8 @@ func keyOf[T cache.Object](s Scope) (key, error) {
 	}
 	k.fields = fs.String()
 	switch {
+	case s.Namespaces != nil && s.Namespace != "":
+		return bad("Namespace %q and a set of Namespaces: give one", s.Namespace)
 	case s.Tweak != nil && s.TweakName == "":
 		return bad("a Tweak needs a TweakName: informers are shared by scope, and two functions cannot be compared, so the name tells them apart")
 	case s.Tweak == nil && s.TweakName != "":
@@ -97,6 +105,9 @@ func (k key) describe(resource string) string {
 	var parts []string
 	if k.namespace != "" {
 		parts = append(parts, "namespace "+k.namespace)
+	}
+	if k.namespaces != nil {
+		parts = append(parts, "namespaces "+k.namespaces.String())
 	}
 	if k.labels != "" {
 		parts = append(parts, "labels "+k.labels)
@@ -294,41 +305,58 @@ func (e *shared[T]) name() string                  { return e.inf.Name() }
 func (e *shared[T]) syncer() typed.Syncer          { return e.inf }
 func (e *shared[T]) run(ctx context.Context) error { return e.inf.Run(ctx) }
 
-// newShared makes the informer of k: its source (registered, or REST over
-// the factory's config), bounded by the factory's list permits.
-func newShared[T cache.Object](f *Factory, k key, s Scope, newSource any) (*shared[T], error) {
-	var src source.Source[T]
-	var err error
+// sourceFor makes the source of an informer in scope s, of one namespace
+// or all: registered, or REST over the factory's config.
+func sourceFor[T cache.Object](f *Factory, s Scope, newSource any) (source.Source[T], error) {
 	switch {
 	case newSource != nil:
 		fn, ok := newSource.(func(Scope) (source.Source[T], error))
 		if !ok { // cannot happen: Register stores by T
 			return nil, fmt.Errorf("factory: registered source of type %T", newSource)
 		}
-		if src, err = fn(s); err != nil {
+		src, err := fn(s)
+		if err != nil {
 			return nil, fmt.Errorf("registered source: %w", err)
 		}
 		if err := source.Check(src); err != nil {
 			return nil, fmt.Errorf("registered source: %w", err)
 		}
+		return src, nil
 	case f.cfg == nil:
 		return nil, ErrNoConfig
-	default:
-		ropts := source.RESTOptions{Scheme: f.opts.Scheme, Mapper: f.mapper, HTTPClient: f.client, Namespace: k.namespace,
-			DropAnnotations: f.opts.DropAnnotations}
+	}
+	ropts := source.RESTOptions{Scheme: f.opts.Scheme, Mapper: f.mapper, HTTPClient: f.client, Namespace: s.Namespace,
+		DropAnnotations: f.opts.DropAnnotations}
+	src, err := source.FromConfig[T](f.cfg, ropts)
+	if rm, ok := f.mapper.(meta.ResettableRESTMapper); ok && meta.IsNoMatchError(err) {
+		// The kind may have been served since the mapper last
+		// discovered (a CRD created after): discover again, once.
+		rm.Reset()
 		src, err = source.FromConfig[T](f.cfg, ropts)
-		if rm, ok := f.mapper.(meta.ResettableRESTMapper); ok && meta.IsNoMatchError(err) {
-			// The kind may have been served since the mapper last
-			// discovered (a CRD created after): discover again, once.
-			rm.Reset()
-			src, err = source.FromConfig[T](f.cfg, ropts)
-		}
-		if errors.Is(err, source.ErrUnknownKind) {
-			return nil, fmt.Errorf("%w (factory: add the type to Options.Scheme, or give it a source with Register)", err)
-		}
-		if err != nil {
-			return nil, err
-		}
+	}
+	if errors.Is(err, source.ErrUnknownKind) {
+		return nil, fmt.Errorf("%w (factory: add the type to Options.Scheme, or give it a source with Register)", err)
+	}
+	return src, err
+}
+
+// newShared makes the informer of k: its source (registered, or REST over
+// the factory's config; one per namespace of a set), bounded by the
+// factory's list permits.
+func newShared[T cache.Object](f *Factory, k key, s Scope, newSource any) (*shared[T], error) {
+	var src source.Source[T]
+	var err error
+	if s.Namespaces != nil {
+		src, err = source.InNamespaces(s.Namespaces, func(ns string) (source.Source[T], error) {
+			one := s
+			one.Namespace, one.Namespaces = ns, nil
+			return sourceFor[T](f, one, newSource)
+		})
+	} else {
+		src, err = sourceFor[T](f, s, newSource)
+	}
+	if err != nil {
+		return nil, err
 	}
 	resource := source.ResourceOf(src).String()
 	if resource == "" {

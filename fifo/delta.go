@@ -91,6 +91,10 @@ type Delta[T cache.Object] struct {
 	// ResourceVersion is set on ReplaceEnd, Bookmark and Refused, and on
 	// a Deleted delta that carries only its key.
 	ResourceVersion string
+	// Progress, on a watch change, is the version the cache reaches once
+	// it applied the change, when that is not the object's: the
+	// source.Event's Progress of a merged source. Empty otherwise.
+	Progress string
 	// Err is why a Refused object was refused; nil for every other type.
 	Err error
 }

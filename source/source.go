@@ -84,6 +84,14 @@ type Event[T cache.Object] struct {
 	Type watch.EventType
 	// Object is the event's object.
 	Object T
+	// Progress is set by a source that merges several streams, such as
+	// [InNamespaces]: the resourceVersion through which it has delivered
+	// every change of every stream. Its objects' versions interleave, so
+	// a consumer resumes, and reports how far its cache has come (for a
+	// read of its own writes), from Progress rather than from the
+	// object's version. Empty: the object's version is the stream's
+	// progress, as for one watch of the API server.
+	Progress string
 }
 
 // Watcher is a typed watch stream.

@@ -92,9 +92,12 @@ func (a *applier[T]) take(d *fifo.Delta[T]) {
 			a.inf.share(d.Object)
 		}
 		a.changes = append(a.changes, cache.Change[T]{Entry: d.Entry, Delete: d.Type == fifo.Deleted})
-		if d.ResourceVersion != "" {
+		switch {
+		case d.Progress != "":
+			a.seen = d.Progress // a merged source's: objects' versions interleave
+		case d.ResourceVersion != "":
 			a.seen = d.ResourceVersion // a deletion by key alone
-		} else {
+		default:
 			a.seen = d.Object.GetResourceVersion()
 		}
 	case fifo.ReplaceStart:

@@ -210,7 +210,7 @@ func (r *Reflector[T]) apply(ev source.Event[T]) error {
 	case watch.Bookmark:
 		r.bookmarks.Add(1)
 		r.heartbeat()
-		rv := ev.Object.GetResourceVersion()
+		rv := progressOf(ev)
 		if rv != "" {
 			if err := r.pushOne(fifo.Delta[T]{Type: fifo.Bookmark, ResourceVersion: rv}); err != nil {
 				return err
@@ -224,7 +224,7 @@ func (r *Reflector[T]) apply(ev source.Event[T]) error {
 	if !r.inShard(ev.Object) {
 		// Outside the shard: only its version moves on, so that a wait
 		// for a write's resourceVersion sees the cache pass it.
-		rv := ev.Object.GetResourceVersion()
+		rv := progressOf(ev)
 		if rv != "" {
 			if err := r.pushOne(fifo.Delta[T]{Type: fifo.Bookmark, ResourceVersion: rv}); err != nil {
 				return err
@@ -243,12 +243,22 @@ func (r *Reflector[T]) apply(ev source.Event[T]) error {
 		// state): the delta carries the event's version.
 		d.ResourceVersion = ev.Object.GetResourceVersion()
 	}
+	d.Progress = ev.Progress
 	if err := r.pushOne(d); err != nil {
 		return err
 	}
 	r.events.Add(1)
-	r.advance(ev.Object.GetResourceVersion())
+	r.advance(progressOf(ev))
 	return nil
+}
+
+// progressOf is the version the stream has come to with ev: its Progress
+// if a merged source set one, else its object's.
+func progressOf[T cache.Object](ev source.Event[T]) string {
+	if ev.Progress != "" {
+		return ev.Progress
+	}
+	return ev.Object.GetResourceVersion()
 }
 
 // checkObject rejects an event that must carry an object but carries the
