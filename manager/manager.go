@@ -95,6 +95,10 @@ type Options struct {
 	// ShutdownTimeout bounds the HTTP server's graceful shutdown, the last
 	// step of a stop. Default (0): 5s.
 	ShutdownTimeout time.Duration
+	// LeaderElection, if set, runs the controllers and runnables only
+	// while this replica holds a Lease; see LeaderElection. Default: they
+	// run at once.
+	LeaderElection *LeaderElection
 }
 
 // Manager runs informers, controllers and HTTP endpoints together; see the
@@ -113,6 +117,12 @@ type Manager struct {
 	releases  []func()
 	addr      net.Addr
 	stopped   chan struct{} // closed when Run has returned
+	runSince  time.Time
+	// With LeaderElection, controllers appear on the page and the
+	// readiness check once they run: a follower is ready when its caches
+	// are.
+	elector  *elector
+	deferred []Controller
 }
 
 type named struct {
@@ -147,7 +157,13 @@ func New(opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
-	return &Manager{opts: opts, reg: reg, ready: ready, page: page, names: map[string]bool{}, stopped: make(chan struct{})}, nil
+	m := &Manager{opts: opts, reg: reg, ready: ready, page: page, names: map[string]bool{}, stopped: make(chan struct{})}
+	if opts.LeaderElection != nil {
+		if m.elector, err = newElector(*opts.LeaderElection); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
 }
 
 // InformerFor returns the informer of T in scope s of the manager's
@@ -204,6 +220,12 @@ func (m *Manager) AddController(c Controller) error {
 	}
 	if err := m.add(c.Name(), c); err != nil {
 		return err
+	}
+	if m.elector != nil {
+		m.mu.Lock()
+		m.deferred = append(m.deferred, c)
+		m.mu.Unlock()
+		return nil
 	}
 	if err := httpinfo.AddController(m.reg, c); err != nil {
 		return fmt.Errorf("manager: %w", err)
@@ -311,27 +333,84 @@ func (m *Manager) Run(ctx context.Context) error {
 	infCtx, stopInformers := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopInformers()
 	var infs sync.WaitGroup
-	if f := m.opts.Factory; f != nil {
-		infs.Go(func() { fail("factory", f.Start(infCtx)) })
+	startInformers := func() {
+		if f := m.opts.Factory; f != nil {
+			infs.Go(func() { fail("factory", f.Start(infCtx)) })
+		}
+		for _, n := range informers {
+			infs.Go(func() { fail("informer "+n.name, n.r.Run(infCtx)) })
+		}
 	}
-	for _, n := range informers {
-		infs.Go(func() { fail("informer "+n.name, n.r.Run(infCtx)) })
+	e := m.elector
+	if e == nil || !e.cfg.ColdStandby {
+		startInformers()
+	}
+
+	// With leader election, the parts wait for the Lease.
+	leCtx, stopElector := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElector()
+	leDone := make(chan struct{})
+	if e == nil {
+		close(leDone)
+	} else {
+		go func() {
+			defer close(leDone)
+			e.le.Run(leCtx)
+		}()
+		go func() {
+			select {
+			case err := <-e.forbidden:
+				fail("leader election", err)
+			case <-e.lost:
+				fail("leader election", fmt.Errorf("%w: Lease %s/%s not renewed within %v", ErrLeaderLost, e.cfg.Namespace, e.cfg.Name, e.cfg.RenewDeadline))
+			case <-leCtx.Done():
+			}
+		}()
+		logger.V(2).Info("waiting for the Lease", "lease", e.cfg.Namespace+"/"+e.cfg.Name, "identity", e.cfg.Identity)
 	}
 
 	partCtx, stopParts := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopParts()
 	var partsDone sync.WaitGroup
-	for _, n := range parts {
-		partsDone.Go(func() { fail(n.name, n.r.Run(partCtx)) })
+	startParts := func() {
+		for _, n := range parts {
+			partsDone.Go(func() { fail(n.name, n.r.Run(partCtx)) })
+		}
+		logger.V(2).Info("started", "informers", len(informers), "parts", len(parts))
 	}
-	logger.V(2).Info("started", "informers", len(informers), "parts", len(parts))
+	var leading <-chan struct{}
+	if e == nil {
+		startParts()
+	} else {
+		leading = e.leading
+	}
+	m.mu.Lock()
+	m.runSince = time.Now()
+	m.mu.Unlock()
 
-	select {
-	case <-ctx.Done():
-	case <-failed:
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+		case <-failed:
+			done = true
+		case <-leading:
+			leading = nil
+			logger.Info("leading", "lease", e.cfg.Namespace+"/"+e.cfg.Name, "identity", e.cfg.Identity)
+			if e.cfg.ColdStandby {
+				startInformers()
+			}
+			if err := m.registerDeferred(); err != nil {
+				fail("page", err)
+				continue
+			}
+			startParts()
+		}
 	}
 	stopParts()
 	partsDone.Wait()
+	stopElector() // releases the Lease: a follower takes over at once
+	<-leDone
 	stopInformers()
 	infs.Wait()
 	stopHTTP()
@@ -387,6 +466,21 @@ func (m *Manager) listen() (*http.Server, net.Listener, error) {
 	m.addr = ln.Addr()
 	m.mu.Unlock()
 	return &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln, nil
+}
+
+// registerDeferred puts the controllers on the page and the readiness
+// check once they run (with LeaderElection).
+func (m *Manager) registerDeferred() error {
+	m.mu.Lock()
+	cs := m.deferred
+	m.deferred = nil
+	m.mu.Unlock()
+	for _, c := range cs {
+		if err := httpinfo.AddController(m.reg, c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // release gives back the factory informers InformerFor took.
