@@ -20,6 +20,17 @@
 // first (each drains its reconciles in progress), then the informers, then
 // the HTTP server. Run returns the first part's error, or nil after a
 // clean stop, with no goroutine of it left.
+//
+// # Leader election
+//
+// With Options.LeaderElection, the controllers and runnables run only on
+// the replica that holds a Lease. Followers keep their informers listed
+// and watched (warm standby), so a promotion reconciles at once from a
+// synced cache; with ColdStandby they start nothing until they lead. A
+// leader that stops releases the Lease; one that cannot renew it stops
+// its controllers and Run returns ErrLeaderLost (exit, and start again as
+// a follower). A Lease the manager may not read or write fails Run at
+// once with the Forbidden error.
 package manager
 
 import (

@@ -83,14 +83,15 @@ func (r *leReplica) stop(t *testing.T) {
 
 // promotion waits for r to lead and to reconcile all n objects, and
 // returns how long after acquiring the Lease its first reconcile and its
-// last came, and its LIST requests from then on.
-func (r *leReplica) promotion(t *testing.T, n int, listsBefore int) (first, all time.Duration, lists int) {
+// last came, and its list requests (LIST and streaming) since before.
+func (r *leReplica) promotion(t *testing.T, n int, before counts) (first, all time.Duration, lists int) {
 	t.Helper()
 	it.Eventually(t, "the follower leads", func() bool { lead, _ := r.m.Leader(); return lead })
 	it.Eventually(t, "the new leader reconciles every object", func() bool { return r.n.Load() == int64(n) })
 	done := time.Now()
 	_, since := r.m.Leader()
-	return time.Unix(0, r.first.Load()).Sub(since), done.Sub(since), len(r.counter.listRequests()) - listsBefore
+	d := r.counter.snapshot().sub(before)
+	return time.Unix(0, r.first.Load()).Sub(since), done.Sub(since), d.Lists + d.WatchLists
 }
 
 // TestLeaderElectionRealServer: three replicas of a controller of 2,000
@@ -142,22 +143,25 @@ func TestLeaderElectionRealServer(t *testing.T) {
 	if warm.n.Load() != 0 {
 		t.Fatalf("the follower reconciled %d objects while the first replica led", warm.n.Load())
 	}
-	warmLists := len(warm.counter.listRequests())
+	warmBefore := warm.counter.snapshot()
 	first.stop(t)
-	wFirst, wAll, wLists := warm.promotion(t, n, warmLists)
+	wFirst, wAll, wLists := warm.promotion(t, n, warmBefore)
 	if wLists != 0 {
-		t.Errorf("warm promotion made %d LIST requests, want 0: %v", wLists, warm.counter.listRequests()[warmLists:])
+		t.Errorf("warm promotion made %d list requests (LIST or streaming), want 0", wLists)
 	}
 
 	cold := newLeReplica(t, ns, "cold", true, mk)
 	time.Sleep(time.Second) // retry periods: a cold follower lists nothing
-	if got := len(cold.counter.listRequests()); got != 0 {
-		t.Errorf("a cold follower made %d LIST requests before it led", got)
+	if got := cold.counter.snapshot(); got.Lists+got.WatchLists != 0 {
+		t.Errorf("a cold follower listed before it led: %s", got)
 	}
 	warm.stop(t)
-	cFirst, cAll, cLists := cold.promotion(t, n, 0)
-	t.Logf("promotion after the leader stopped, %d ConfigMaps: warm standby: first reconcile %v after the Lease, all %v, %d LIST requests; "+
-		"cold standby: first reconcile %v, all %v, %d LIST requests",
+	cFirst, cAll, cLists := cold.promotion(t, n, counts{})
+	if cLists == 0 {
+		t.Error("the cold follower reconciled without a list")
+	}
+	t.Logf("promotion after the leader stopped, %d ConfigMaps: warm standby: first reconcile %v after the Lease, all %v, %d lists; "+
+		"cold standby: first reconcile %v, all %v, %d lists",
 		n, wFirst.Round(time.Millisecond), wAll.Round(time.Millisecond), wLists,
 		cFirst.Round(time.Millisecond), cAll.Round(time.Millisecond), cLists)
 }
