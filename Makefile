@@ -18,7 +18,7 @@ test-unit: chromium
 	$(GO) test -race -count=1 $(PKGS)
 
 test-integration: cluster-bin
-	$(GO) test -race -count=1 -p 1 -tags integration -timeout 30m ./internal/testcluster/ ./testcluster/ ./internal/integration/ ./examples/samplecontroller/
+	$(GO) test -race -count=1 -p 1 -tags integration -timeout 30m ./internal/testcluster/ ./testcluster/ ./internal/integration/ ./examples/samplecontroller/ ./examples/tenantcontroller/
 
 ## bench: every figure of docs/benchmarks.md, ours and client-go on the same
 ## inputs at equal settings, in COUNT interleaved rounds (each side in its
@@ -97,7 +97,7 @@ lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) run $(STATICCHECK) ./...
-	$(GO) run $(STATICCHECK) -tags integration ./internal/integration/ ./testcluster/ ./examples/samplecontroller/
+	$(GO) run $(STATICCHECK) -tags integration ./internal/integration/ ./testcluster/ ./examples/samplecontroller/ ./examples/tenantcontroller/
 
 clean:
 	rm -rf bin
