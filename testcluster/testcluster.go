@@ -25,6 +25,13 @@
 // skips. A cluster starts in about 5 to 10 seconds on 2 cores; tests that
 // can share one start it once with Launch from TestMain.
 //
+// Options and Cluster are aliases, so `go doc` shows their fields and
+// methods under internal/testcluster: Options has APIServerFlags,
+// EtcdFlags, BinDir, StartTimeout and StopGracePeriod; a Cluster has
+// AdminConfig, UserConfig, Kubeconfig(t), WriteKubeconfig(path), Host,
+// Stop, StopAPIServer(t), StartAPIServer(t), RestartAPIServer(t),
+// CompactEtcd(t), EtcdRevision(t) and LogTails(n).
+//
 // [Cluster.AdminConfig] is a member of system:masters; [Cluster.UserConfig]
 // is the user "alice", who has no RBAC bindings (bind roles to her to test
 // what a controller may do). [Cluster.RestartAPIServer],
