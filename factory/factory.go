@@ -14,12 +14,14 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/typedinformer/informer/metrics"
 	"github.com/typedinformer/informer/typed"
 )
 
@@ -72,6 +74,28 @@ type Options struct {
 	// (source.RESTOptions.DropAnnotations), such as
 	// corev1.LastAppliedConfigAnnotation. Default: none.
 	DropAnnotations []string
+	// Metrics receives the metrics of every informer of the factory
+	// (typed.Options.Metrics), each under its informer's name; package
+	// metrics/prometheus exports them. Default: nil, none. A type's
+	// Defaults may give its informers other Metrics.
+	Metrics metrics.Metrics
+	// Transform, if set, runs on every object of every informer of the
+	// factory before it enters the cache, before the Transform of the
+	// type's Defaults: to drop fields no controller of the program reads,
+	// whatever the type. It may modify and return its argument (the
+	// factory's sources decode for the informer alone; a fake clientset
+	// hands out copies), or return a copy; it must return an object of
+	// the type it was given. An error, a panic or an object of another
+	// type refuses the object as typed.Options.Transform's would.
+	// Default: nil.
+	Transform func(Object) (Object, error)
+}
+
+// Object is what a factory-wide Transform gets and returns: any API
+// object, with its metadata and its runtime type.
+type Object interface {
+	metav1.Object
+	runtime.Object
 }
 
 // Factory hands out informers shared by type and [Scope], runs them, and
@@ -90,6 +114,8 @@ type Factory struct {
 	state     state
 	informers map[key]entry
 	sources   map[reflect.Type]any // func(Scope) (source.Source[T], error), by T
+	defaults  map[reflect.Type]any // typed.Options[T], by T (Defaults)
+	followers []*follower
 	// clientsets serve the types without a source (NewForClientsets).
 	clientsets []clientset
 	group      *errgroup.Group
@@ -110,6 +136,7 @@ type entry interface {
 	base() *sharedBase
 	name() string
 	syncer() typed.Syncer
+	view() Informer
 	run(ctx context.Context) error
 }
 
@@ -122,7 +149,7 @@ type entry interface {
 func New(cfg *rest.Config, opts Options) (*Factory, error) {
 	f := &Factory{
 		cfg: cfg, opts: opts, mapper: opts.Mapper, client: opts.HTTPClient,
-		informers: map[key]entry{}, sources: map[reflect.Type]any{},
+		informers: map[key]entry{}, sources: map[reflect.Type]any{}, defaults: map[reflect.Type]any{},
 	}
 	switch n := opts.MaxConcurrentLists; {
 	case n == 0:

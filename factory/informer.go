@@ -192,7 +192,7 @@ func InformerFor[T cache.Object](f *Factory, s Scope) (inf *typed.Informer[T], r
 	}
 	f.mu.Lock()
 	e, err := f.shareLocked(k)
-	newSource := f.sources[k.typ]
+	newSource, defaults := f.sources[k.typ], f.defaults[k.typ]
 	f.mu.Unlock()
 	if err != nil || e != nil {
 		return sharedResult[T](f, e, err)
@@ -208,7 +208,7 @@ func InformerFor[T cache.Object](f *Factory, s Scope) (inf *typed.Informer[T], r
 	// Made without the lock: discovery may take a round trip. Two callers
 	// racing for a new key both make one; the second to insert uses the
 	// first's and drops its own, which never ran.
-	made, err := newShared[T](f, k, s, newSource)
+	made, err := newShared(f, k, s, newSource, optionsFor[T](f, defaults))
 	if err != nil {
 		return nil, nil, informerForError(k.typ, err)
 	}
@@ -219,6 +219,7 @@ func InformerFor[T cache.Object](f *Factory, s Scope) (inf *typed.Informer[T], r
 	}
 	made.refs = 1
 	f.informers[k] = made
+	f.addedLocked(made)
 	if f.state == running {
 		f.startLocked(made)
 	}
@@ -278,6 +279,7 @@ func (f *Factory) release(e entry) {
 	}
 	if cur, ok := f.informers[b.key]; ok && cur == e {
 		delete(f.informers, b.key)
+		f.removedLocked(e)
 	}
 	if b.cancel != nil {
 		b.cancel()
@@ -304,10 +306,11 @@ type shared[T cache.Object] struct {
 func (e *shared[T]) name() string                  { return e.inf.Name() }
 func (e *shared[T]) syncer() typed.Syncer          { return e.inf }
 func (e *shared[T]) run(ctx context.Context) error { return e.inf.Run(ctx) }
+func (e *shared[T]) view() Informer                { return view[T]{e.inf} }
 
 // sourceFor makes the source of an informer in scope s, of one namespace
 // or all: registered, or REST over the factory's config.
-func sourceFor[T cache.Object](f *Factory, s Scope, newSource any) (source.Source[T], error) {
+func sourceFor[T cache.Object](f *Factory, s Scope, newSource any, keepManagedFields bool) (source.Source[T], error) {
 	switch {
 	case newSource != nil:
 		fn, ok := newSource.(func(Scope) (source.Source[T], error))
@@ -326,7 +329,7 @@ func sourceFor[T cache.Object](f *Factory, s Scope, newSource any) (source.Sourc
 		return nil, ErrNoConfig
 	}
 	ropts := source.RESTOptions{Scheme: f.opts.Scheme, Mapper: f.mapper, HTTPClient: f.client, Namespace: s.Namespace,
-		DropAnnotations: f.opts.DropAnnotations}
+		DropAnnotations: f.opts.DropAnnotations, KeepManagedFields: keepManagedFields}
 	src, err := source.FromConfig[T](f.cfg, ropts)
 	if rm, ok := f.mapper.(meta.ResettableRESTMapper); ok && meta.IsNoMatchError(err) {
 		// The kind may have been served since the mapper last
@@ -342,18 +345,18 @@ func sourceFor[T cache.Object](f *Factory, s Scope, newSource any) (source.Sourc
 
 // newShared makes the informer of k: its source (registered, or REST over
 // the factory's config; one per namespace of a set), bounded by the
-// factory's list permits.
-func newShared[T cache.Object](f *Factory, k key, s Scope, newSource any) (*shared[T], error) {
+// factory's list permits, with opts (optionsFor) and the scope's own.
+func newShared[T cache.Object](f *Factory, k key, s Scope, newSource any, opts typed.Options[T]) (*shared[T], error) {
 	var src source.Source[T]
 	var err error
 	if s.Namespaces != nil {
 		src, err = source.InNamespaces(s.Namespaces, func(ns string) (source.Source[T], error) {
 			one := s
 			one.Namespace, one.Namespaces = ns, nil
-			return sourceFor[T](f, one, newSource)
+			return sourceFor[T](f, one, newSource, opts.KeepManagedFields)
 		})
 	} else {
-		src, err = sourceFor[T](f, s, newSource)
+		src, err = sourceFor[T](f, s, newSource, opts.KeepManagedFields)
 	}
 	if err != nil {
 		return nil, err
@@ -363,15 +366,10 @@ func newShared[T cache.Object](f *Factory, k key, s Scope, newSource any) (*shar
 		resource = "objects"
 	}
 	name := k.describe(resource)
-	opts := typed.Options[T]{
-		Name:             name,
-		ResyncPeriod:     f.opts.ResyncPeriod,
-		LabelSelector:    k.labels,
-		FieldSelector:    k.fields,
-		TweakListOptions: s.Tweak,
-		Shard:            s.Shard,
-	}
-	opts.ErrorHandler = f.opts.ErrorHandler // the informer names itself in every error
+	opts.Name = name
+	opts.LabelSelector, opts.FieldSelector = k.labels, k.fields
+	opts.TweakListOptions = s.Tweak
+	opts.Shard = s.Shard
 	inf, err := typed.NewInformer(limit(src, f.sem), opts)
 	if err != nil {
 		return nil, err

@@ -147,6 +147,9 @@ func NewInformer[T cache.Object](src source.Source[T], opts Options[T]) (*Inform
 	if err != nil {
 		return nil, fmt.Errorf("typed: informer %s: %w", name, err)
 	}
+	if opts.PageSize < 0 || opts.MinWatchTimeout < 0 {
+		return nil, fmt.Errorf("typed: informer %s: PageSize %d, MinWatchTimeout %v: want 0 (the default) or more", name, opts.PageSize, opts.MinWatchTimeout)
+	}
 	if b := opts.MemoryBudget; b != nil && b.Bytes <= 0 {
 		return nil, fmt.Errorf("typed: informer %s: MemoryBudget.Bytes is %d, want more than 0 (or no MemoryBudget)", name, b.Bytes)
 	}

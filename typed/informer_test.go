@@ -400,6 +400,8 @@ func TestNewInformerErrors(t *testing.T) {
 		{name: "duplicate label index", src: fake, opts: typed.Options[*corev1.Pod]{LabelIndexes: []string{"app", "app"}}, want: cache.ErrIndexExists},
 		{name: "managedFields kept from a source that drops them", src: noManagedFields{fake}, opts: typed.Options[*corev1.Pod]{KeepManagedFields: true},
 			text: "the source drops managedFields"},
+		{name: "negative page size", src: fake, opts: typed.Options[*corev1.Pod]{PageSize: -1}, text: "PageSize -1"},
+		{name: "negative watch timeout", src: fake, opts: typed.Options[*corev1.Pod]{MinWatchTimeout: -time.Second}, text: "MinWatchTimeout -1s"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
