@@ -124,9 +124,12 @@ func (a *applier[T]) take(d *fifo.Delta[T]) {
 			a.last = "" // the quorum list is the truth, older or not (an etcd restore)
 		}
 	case fifo.Refused:
-		if a.listing {
+		switch {
+		case d.Key.Name == "":
+			a.refuseNameless(d)
+		case a.listing:
 			a.listRefuse(d)
-		} else {
+		default:
 			a.refuse(d)
 		}
 	case fifo.Bookmark:

@@ -153,6 +153,19 @@ func (a *applier[T]) refuse(d *fifo.Delta[T]) {
 	a.seen = d.ResourceVersion
 }
 
+// refuseNameless reports an object of a list refused without a name (or
+// a nil one): no key can hold it in quarantine and no later event can
+// name it, so it is counted and reported, and the list goes on without it.
+func (a *applier[T]) refuseNameless(d *fifo.Delta[T]) {
+	a.inf.poison.refused.Add(1)
+	var r *RefusedError
+	if errors.As(d.Err, &r) {
+		a.inf.reportAsync(r) // Prepare's own, which says it all
+		return
+	}
+	a.inf.reportAsync(&RefusedError{Key: d.Key, ResourceVersion: d.ResourceVersion, Err: d.Err})
+}
+
 // quarantine puts k in quarantine at rv for reason and reports it, once
 // per version.
 func (a *applier[T]) quarantine(k cache.Key, rv string, reason error, stale bool) {

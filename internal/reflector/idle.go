@@ -16,29 +16,47 @@ import (
 
 // prepared is what Prepare made of obj for a delta of type t: the delta
 // to push, or, for an object Prepare refused, a Refused delta in its place
-// when Options.PushRefused lets the reflector go on past it (the object
-// has a key to name it by), else the error that stops the reflector
-// before the object.
+// when Options.PushRefused lets the reflector go on past it, else the
+// error that stops the reflector before the object.
 func (r *Reflector[T]) prepared(t fifo.DeltaType, obj T) (fifo.Delta[T], error) {
 	e, err := r.opts.Prepare(t, obj)
 	if err == nil {
 		return fifo.Delta[T]{Type: t, Entry: e}, nil
 	}
 	var zero T
-	if !r.opts.PushRefused || obj == zero || obj.GetName() == "" {
+	if obj == zero || obj.GetName() == "" {
+		return r.nameless(t, err)
+	}
+	if !r.opts.PushRefused {
 		return fifo.Delta[T]{}, &refusal{err: err}
 	}
 	return fifo.Delta[T]{Type: fifo.Refused, Entry: cache.Entry[T]{Key: cache.KeyOf(obj)}, ResourceVersion: obj.GetResourceVersion(), Err: err}, nil
+}
+
+// nameless is the delta, or the error, for a refused object without a
+// name (or a nil one), met as a delta of type t: with Options.PushRefused
+// and in a list (t is Replaced), a Refused delta without a key, which the
+// sink reports, so that the rest of the list is taken (relisting would
+// meet it again); anywhere else the error that stops the reflector before
+// it.
+func (r *Reflector[T]) nameless(t fifo.DeltaType, err error) (fifo.Delta[T], error) {
+	if !r.opts.PushRefused || t != fifo.Replaced {
+		return fifo.Delta[T]{}, &refusal{err: err}
+	}
+	return fifo.Delta[T]{Type: fifo.Refused, Err: err}, nil
 }
 
 // undecodable is the delta for an object the source read but could not
 // decode (u), met as a delta of type t: with Options.PushRefused, a
 // deletion by key for Deleted, else a Refused delta with u as its error,
 // so that the sink quarantines the object as one Prepare refused;
-// without it, or for an object without a name, the error that stops the
-// reflector before the object.
+// without it, the error that stops the reflector before the object. One
+// without a name goes as nameless says.
 func (r *Reflector[T]) undecodable(t fifo.DeltaType, u *source.UndecodableError) (fifo.Delta[T], error) {
-	if !r.opts.PushRefused || u.Name == "" {
+	if u.Name == "" {
+		return r.nameless(t, u)
+	}
+	if !r.opts.PushRefused {
 		return fifo.Delta[T]{}, &refusal{err: u}
 	}
 	e := cache.Entry[T]{Key: u.Key()}

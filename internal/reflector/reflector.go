@@ -69,8 +69,11 @@ type Options[T cache.Object] struct {
 	// PushRefused makes an object Prepare refuses, if it has a name, go to
 	// the sink as a Refused delta in its place, with Prepare's error, and
 	// the reflector goes on past it: the sink decides what a refusal means
-	// (an informer quarantines it). A nil or nameless object is refused
-	// all the same. Default: false.
+	// (an informer quarantines it). A nil or nameless object, which no
+	// later event can name, goes so only as an item of a list, as a
+	// Refused delta with an empty key: the sink reports it and the rest of
+	// the list is taken. In a watch it is refused all the same. Default:
+	// false.
 	PushRefused bool
 	// ErrWatchIdle is wrapped by the error reported for a watch stopped by
 	// WatchIdleTimeout. Default: an error of this package.
