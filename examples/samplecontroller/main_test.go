@@ -5,148 +5,22 @@ package main
 import (
 	"context"
 	"testing"
-	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-
+	"github.com/typedinformer/informer/examples/samplecontroller/internal/check"
 	"github.com/typedinformer/informer/internal/leakcheck"
 	"github.com/typedinformer/informer/internal/testcluster"
 )
 
-// TestSampleControllerRealServer runs the controller against a real
-// kube-apiserver (no kube-controller-manager: no pods, no garbage
-// collector, so the test plays their parts): a Foo gets its Deployment,
-// scaling the Foo scales it, a Deployment scaled or deleted by hand is put
-// back, its available replicas reach the Foo's status, a Deployment the
-// Foo does not own is left alone, and a deleted Foo's Deployment is not
-// made again.
+// TestSampleControllerRealServer runs the controller through the scenario
+// of package check against a real kube-apiserver: create, scale, a hand
+// edit and a hand delete put back, status, an unowned Deployment left
+// alone, a deleted Foo's Deployment not made again.
 func TestSampleControllerRealServer(t *testing.T) {
 	c := testcluster.Start(t, testcluster.Options{})
 	leakcheck.Check(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
 	cfg := c.AdminConfig()
-	kube := kubernetes.NewForConfigOrDie(cfg)
-	foos := dynamic.NewForConfigOrDie(cfg).Resource(fooGVK.GroupVersion().WithResource("foos")).Namespace("shop")
-	if err := installCRD(ctx, cfg); err != nil {
+	if err := installCRD(t.Context(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- run(runCtx, cfg, "") }()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("run = %v, want nil", err)
-		}
-	}()
-
-	deps := kube.AppsV1().Deployments("shop")
-	eventually := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(time.Minute)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("after a minute: %s", what)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	replicas := func(name string) int32 {
-		d, err := deps.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return -1
-		}
-		return *d.Spec.Replicas
-	}
-	newFoo := func(name, deployment string, n int64) {
-		t.Helper()
-		u := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": fooGVK.GroupVersion().String(), "kind": "Foo",
-			"metadata": map[string]any{"name": name, "namespace": "shop"},
-			"spec":     map[string]any{"deploymentName": deployment, "replicas": n},
-		}}
-		if _, err := foos.Create(ctx, u, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	newFoo("example", "web", 1)
-	eventually("the Foo's Deployment is created with 1 replica", func() bool { return replicas("web") == 1 })
-	d, _ := deps.Get(ctx, "web", metav1.GetOptions{})
-	if ref := metav1.GetControllerOf(d); ref == nil || ref.Kind != "Foo" || ref.Name != "example" {
-		t.Errorf("the Deployment's controller is %+v, want Foo example", ref)
-	}
-
-	u, _ := foos.Get(ctx, "example", metav1.GetOptions{})
-	_ = unstructured.SetNestedField(u.Object, int64(3), "spec", "replicas")
-	if _, err := foos.Update(ctx, u, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eventually("scaling the Foo to 3 scales the Deployment", func() bool { return replicas("web") == 3 })
-
-	d, _ = deps.Get(ctx, "web", metav1.GetOptions{})
-	five := int32(5)
-	d.Spec.Replicas = &five
-	if _, err := deps.Update(ctx, d, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eventually("the Deployment scaled by hand to 5 is put back to 3", func() bool { return replicas("web") == 3 })
-
-	d, _ = deps.Get(ctx, "web", metav1.GetOptions{})
-	d.Status.Replicas, d.Status.ReadyReplicas, d.Status.AvailableReplicas = 3, 3, 3 // as kube-controller-manager would
-	if _, err := deps.UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eventually("the Foo's status has 3 available replicas", func() bool {
-		u, err := foos.Get(ctx, "example", metav1.GetOptions{})
-		n, _, _ := unstructured.NestedInt64(u.Object, "status", "availableReplicas")
-		return err == nil && n == 3
-	})
-
-	if err := deps.Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eventually("the Deployment deleted by hand is made again", func() bool { return replicas("web") == 3 })
-
-	unowned := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: "shop"}, Spec: newDeployment(&Foo{}).Spec}
-	one := int32(1)
-	unowned.Spec.Replicas = &one
-	if _, err := deps.Create(ctx, unowned, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	newFoo("grabby", "theirs", 4)
-
-	if err := foos.Delete(ctx, "example", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eventually("the controller's cache has the Foo deleted", func() bool {
-		_, err := foos.Get(ctx, "example", metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	})
-	if err := deps.Delete(ctx, "web", metav1.DeleteOptions{}); err != nil { // the garbage collector's part
-		t.Fatal(err)
-	}
-	// A Foo created after both deletions is handled after them: by then
-	// the Deployment of the deleted Foo would have been made again.
-	newFoo("later", "later-web", 2)
-	eventually("a later Foo gets its Deployment", func() bool { return replicas("later-web") == 2 })
-	if n := replicas("web"); n != -1 {
-		t.Errorf("the deleted Foo's Deployment was made again (%d replicas)", n)
-	}
-	if n := replicas("theirs"); n != 1 {
-		t.Errorf("a Deployment the Foo does not own was changed to %d replicas, want it left at 1", n)
-	}
-	if d, _ := deps.Get(ctx, "theirs", metav1.GetOptions{}); metav1.GetControllerOf(d) != nil {
-		t.Errorf("a Deployment the Foo does not own was adopted: %+v", metav1.GetControllerOf(d))
-	}
+	check.Run(t, cfg, func(ctx context.Context) error { return run(ctx, cfg, "") })
 }
