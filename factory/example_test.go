@@ -13,6 +13,7 @@ import (
 
 	"github.com/typedinformer/informer/factory"
 	"github.com/typedinformer/informer/source"
+	"github.com/typedinformer/informer/typed"
 )
 
 func examplePod(ns, name, app string) *corev1.Pod {
@@ -138,5 +139,53 @@ func ExampleNewForClientsets() {
 	fmt.Println("start:", <-done)
 	// Output:
 	// [shop/web-0]
+	// start: <nil>
+}
+
+// Defaults gives every informer of a type the same options, whoever asks
+// for it: here a label index on app and a Transform that drops the pods'
+// annotations. Defaults set twice, or after the first InformerFor, are an
+// error.
+func ExampleDefaults() {
+	pod := examplePod("shop", "web-0", "web")
+	pod.Annotations = map[string]string{"note": "large"}
+	cs := fake.NewClientset(pod, examplePod("shop", "db-0", "db"), examplePod("lab", "web-9", "web"))
+	f, err := factory.NewForClientsets([]any{cs}, factory.Options{})
+	if err != nil {
+		panic(err)
+	}
+	err = factory.Defaults(f, typed.Options[*corev1.Pod]{
+		LabelIndexes: []string{"app"},
+		Transform: func(p *corev1.Pod) (*corev1.Pod, error) {
+			p.Annotations = nil
+			return p, nil
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("again:", errors.Is(factory.Defaults(f, typed.Options[*corev1.Pod]{}), factory.ErrRegistered))
+
+	pods, release, err := factory.InformerFor[*corev1.Pod](f, factory.Scope{})
+	if err != nil {
+		panic(err)
+	}
+	defer release()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Start(ctx) }()
+	if err := f.WaitForSync(ctx); err != nil {
+		panic(err)
+	}
+	web, _ := pods.Lister().List(labels.SelectorFromSet(labels.Set{"app": "web"})) // from the app index
+	got, _ := pods.Lister().Namespace("shop").Get("web-0")
+	fmt.Println("app=web:", podNames(web))
+	fmt.Println("annotations:", got.Annotations)
+	cancel()
+	fmt.Println("start:", <-done)
+	// Output:
+	// again: true
+	// app=web: [lab/web-9 shop/web-0]
+	// annotations: map[]
 	// start: <nil>
 }

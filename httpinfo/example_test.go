@@ -13,8 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/factory"
 	"github.com/typedinformer/informer/handler"
 	"github.com/typedinformer/informer/httpinfo"
 	"github.com/typedinformer/informer/source/sourcetest"
@@ -239,4 +241,52 @@ func Example_privatePort() {
 	// Output:
 	// /readyz 200 text/plain; charset=utf-8
 	// /debug/informers 200 text/html; charset=utf-8
+}
+
+// AddFactory puts every informer of a factory on the registry (the debug
+// page and readiness), those made later too, and takes each off after its
+// last release.
+func ExampleAddFactory() {
+	cs := fake.NewClientset(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-0"}})
+	f, err := factory.NewForClientsets([]any{cs}, factory.Options{})
+	if err != nil {
+		panic(err)
+	}
+	reg, _ := httpinfo.NewRegistry(httpinfo.Options{})
+	stop, err := httpinfo.AddFactory(reg, f)
+	if err != nil {
+		panic(err)
+	}
+	defer stop()
+	names := func() (out []string) {
+		for _, s := range reg.Snapshot().Informers {
+			out = append(out, fmt.Sprintf("%s (synced=%v objects=%d)", s.Name, s.Synced, s.Objects))
+		}
+		return out
+	}
+
+	_, releasePods, err := factory.InformerFor[*corev1.Pod](f, factory.Scope{Namespace: "shop"})
+	if err != nil {
+		panic(err)
+	}
+	defer releasePods()
+	_, releaseCMs, err := factory.InformerFor[*corev1.ConfigMap](f, factory.Scope{Namespace: "shop"})
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Start(ctx) }()
+	if err := f.WaitForSync(ctx); err != nil {
+		panic(err)
+	}
+	fmt.Println(names())
+	releaseCMs() // the last release: stopped, and off the page
+	fmt.Println(names())
+	cancel()
+	fmt.Println("start:", <-done)
+	// Output:
+	// [pods (namespace shop) (synced=true objects=1) configmaps (namespace shop) (synced=true objects=0)]
+	// [pods (namespace shop) (synced=true objects=1)]
+	// start: <nil>
 }

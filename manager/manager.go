@@ -83,9 +83,11 @@ type Controller interface {
 // Options configures New. The zero value runs what is added, with no HTTP
 // server.
 type Options struct {
-	// Factory, if set, is started with the manager's informers; get its
-	// informers with InformerFor so that they are registered on the page
-	// and the readiness check. Default: none.
+	// Factory, if set, is started with the manager's informers, and every
+	// informer it makes, whoever asks for it (InformerFor, or
+	// factory.InformerFor elsewhere in the program), is on the page and
+	// the readiness check until its last release (httpinfo.AddFactory).
+	// Default: none.
 	Factory *factory.Factory
 	// Addr, if set, is the address of an HTTP server for /readyz (the
 	// readiness of every informer and controller), /healthz (the manager
@@ -115,10 +117,12 @@ type Options struct {
 // Manager runs informers, controllers and HTTP endpoints together; see the
 // package documentation. Create it with New, add parts, then Run it once.
 type Manager struct {
-	opts  Options
-	reg   *httpinfo.Registry
-	ready *httpinfo.Readiness
-	page  *httpinfo.Page
+	opts Options
+	reg  *httpinfo.Registry
+	// unfollow stops registering the Factory's informers (AddFactory).
+	unfollow func()
+	ready    *httpinfo.Readiness
+	page     *httpinfo.Page
 
 	mu        sync.Mutex
 	started   bool
@@ -174,14 +178,21 @@ func New(opts Options) (*Manager, error) {
 			return nil, err
 		}
 	}
+	if opts.Factory != nil {
+		// Every informer of the factory, whoever asks for it, is on the
+		// page and the readiness check until its last release.
+		if m.unfollow, err = httpinfo.AddFactory(reg, opts.Factory); err != nil {
+			return nil, fmt.Errorf("manager: %w", err)
+		}
+	}
 	return m, nil
 }
 
 // InformerFor returns the informer of T in scope s of the manager's
-// Factory (factory.InformerFor) and registers it on the page and the
-// readiness check, once however often it is asked for. The factory runs
-// it; the manager releases it when Run returns. Add handlers and indexes;
-// do not Run it.
+// Factory (factory.InformerFor), which is on the page and the readiness
+// check like every informer of the factory. The factory runs it; the
+// manager releases it when Run returns. Add handlers and indexes; do not
+// Run it.
 func InformerFor[T cache.Object](m *Manager, s factory.Scope) (*typed.Informer[T], error) {
 	if m == nil {
 		return nil, ErrNil
@@ -196,9 +207,6 @@ func InformerFor[T cache.Object](m *Manager, s factory.Scope) (*typed.Informer[T
 	m.mu.Lock()
 	m.releases = append(m.releases, release)
 	m.mu.Unlock()
-	if _, err := httpinfo.Add(m.reg, inf); err != nil && !errors.Is(err, httpinfo.ErrDuplicate) {
-		return nil, fmt.Errorf("manager: %w", err)
-	}
 	return inf, nil
 }
 
@@ -502,5 +510,8 @@ func (m *Manager) release() {
 	m.mu.Unlock()
 	for _, r := range rs {
 		r()
+	}
+	if m.unfollow != nil {
+		m.unfollow()
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -195,7 +196,24 @@ func TestManagerFactory(t *testing.T) {
 	if err := factory.Register(f, func(factory.Scope) (source.Source[*corev1.Pod], error) { return fake, nil }); err != nil {
 		t.Fatal(err)
 	}
-	m, err := manager.New(manager.Options{Factory: f})
+	cms := sourcetest.NewFake(sourcetest.FakeOptions[*corev1.ConfigMap]{})
+	if err := factory.Register(f, func(factory.Scope) (source.Source[*corev1.ConfigMap], error) { return cms, nil }); err != nil {
+		t.Fatal(err)
+	}
+	reg, _ := httpinfo.NewRegistry(httpinfo.Options{})
+	m, err := manager.New(manager.Options{Factory: f, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	registered := func() (names []string) {
+		for _, s := range reg.Snapshot().Informers {
+			names = append(names, s.Name)
+		}
+		return names
+	}
+	// An informer taken from the factory itself, not through the manager,
+	// is on the page too, until its last release.
+	_, releaseCMs, err := factory.InformerFor[*corev1.ConfigMap](f, factory.Scope{Namespace: "ns"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,6 +231,13 @@ func TestManagerFactory(t *testing.T) {
 	it.Eventually(t, "ready", func() bool { return m.Readiness().Check(nil) == nil })
 	if got := a.Store().Len(); got != 1 {
 		t.Errorf("the factory informer holds %d pods, want 1", got)
+	}
+	if got, want := registered(), []string{"configmaps (namespace ns)", "pods"}; !slices.Equal(got, want) {
+		t.Errorf("registered informers = %q, want %q", got, want)
+	}
+	releaseCMs()
+	if got, want := registered(), []string{"pods"}; !slices.Equal(got, want) {
+		t.Errorf("after the configmaps' last release, registered informers = %q, want %q", got, want)
 	}
 	cancel()
 	if err := <-done; err != nil {
