@@ -50,3 +50,5 @@ func (k Kubeconfigs) Run(ctx context.Context, fl *Fleet) error {
 	}
 	return nil
 }
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
