@@ -18,7 +18,7 @@ test-unit: chromium
 	$(GO) test -race -count=1 $(PKGS)
 
 test-integration: cluster-bin
-	$(GO) test -race -count=1 -p 1 -tags integration -timeout 30m ./internal/testcluster/ ./testcluster/ ./internal/integration/ ./examples/samplecontroller/ ./examples/tenantcontroller/
+	$(GO) test -race -count=1 -p 1 -tags integration -timeout 30m ./internal/testcluster/ ./testcluster/ ./internal/integration/ ./examples/samplecontroller/ ./examples/tenantcontroller/ ./fleet/
 	cd $(CR_SAMPLE) && TESTCLUSTER_BIN_DIR=$(CURDIR)/bin $(GO) test -race -count=1 -tags integration .
 
 ## bench: every figure of docs/benchmarks.md, ours and client-go on the same
@@ -102,7 +102,7 @@ lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) run $(STATICCHECK) ./...
-	$(GO) run $(STATICCHECK) -tags integration ./internal/integration/ ./testcluster/ ./examples/samplecontroller/ ./examples/tenantcontroller/
+	$(GO) run $(STATICCHECK) -tags integration ./internal/integration/ ./testcluster/ ./examples/samplecontroller/ ./examples/tenantcontroller/ ./fleet/
 
 clean:
 	rm -rf bin

@@ -92,7 +92,7 @@ type cluster struct {
 	name    string
 	host    string // the config's server; "" for EngageFactory
 	factory *factory.Factory
-	client  *http.Client // nil when the factory was given (EngageFactory)
+	release func() // closes the cluster's connections; nil when the factory was given (EngageFactory)
 
 	// Guarded by the fleet's lock:
 	pending []member      // members without an informer in this cluster yet
@@ -142,16 +142,20 @@ func (fl *Fleet) Engage(name string, cfg *rest.Config) error {
 	if cfg.Proxy == nil {
 		// A config with a Proxy gets a transport of its own rather than
 		// one from client-go's process-wide cache, so that disengaging the
-		// cluster can close its connections and free the transport.
+		// cluster frees the transport.
 		cfg.Proxy = http.ProxyFromEnvironment
 	}
+	// The cluster's connections are dialled through a tracker that
+	// Disengage closes; a config with a Dial is not cached either.
+	cs := newConns(cfg.Dial)
+	cfg.Dial = cs.DialContext
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return fmt.Errorf("fleet: cluster %q: HTTP client: %w", name, err)
 	}
 	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, &http.Client{Transport: hc.Transport, Timeout: discoveryTimeout})
 	if err != nil {
-		hc.CloseIdleConnections()
+		cs.closeAll()
 		return fmt.Errorf("fleet: cluster %q: discovery client: %w", name, err)
 	}
 	opts := fl.opts.Factory
@@ -160,11 +164,14 @@ func (fl *Fleet) Engage(name string, cfg *rest.Config) error {
 	opts.ErrorHandler = func(err error) { fl.opts.ErrorHandler(name, err) }
 	f, err := factory.New(cfg, opts)
 	if err != nil {
-		hc.CloseIdleConnections()
+		cs.closeAll()
 		return fmt.Errorf("fleet: cluster %q: %w", name, err)
 	}
-	if err := fl.engage(name, strings.TrimSuffix(cfg.Host, "/"), f, hc); err != nil {
+	if err := fl.engage(name, strings.TrimSuffix(cfg.Host, "/"), f, func() {
 		hc.CloseIdleConnections()
+		cs.closeAll()
+	}); err != nil {
+		cs.closeAll()
 		return err
 	}
 	return nil
@@ -180,7 +187,7 @@ func (fl *Fleet) EngageFactory(name string, f *factory.Factory) error {
 	return fl.engage(name, "", f, nil)
 }
 
-func (fl *Fleet) engage(name, host string, f *factory.Factory, hc *http.Client) error {
+func (fl *Fleet) engage(name, host string, f *factory.Factory, release func()) error {
 	if name == "" {
 		return fmt.Errorf("%w: empty", ErrBadName)
 	}
@@ -197,7 +204,7 @@ func (fl *Fleet) engage(name, host string, f *factory.Factory, hc *http.Client) 
 			return fmt.Errorf("%w: cluster %q has the server %s of cluster %q", ErrSameServer, name, host, o.name)
 		}
 	}
-	c := &cluster{name: name, host: host, factory: f, client: hc,
+	c := &cluster{name: name, host: host, factory: f, release: release,
 		pending: slices.Clone(fl.members), wake: make(chan struct{}, 1)}
 	for _, m := range fl.members {
 		m.attach(c)
@@ -304,8 +311,8 @@ func (fl *Fleet) stop(c *cluster, members []member) {
 	for _, m := range members {
 		m.disengage(c)
 	}
-	if c.client != nil {
-		c.client.CloseIdleConnections()
+	if c.release != nil {
+		c.release()
 	}
 }
 
