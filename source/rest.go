@@ -175,7 +175,7 @@ func FromConfig[T cache.Object](cfg *rest.Config, opts RESTOptions) (Source[T], 
 		return q
 	}
 	rs := &restSource[T]{request: req, namespace: opts.Namespace, gvk: gvk, workers: opts.DecodeWorkers,
-		cutMF: !opts.KeepManagedFields, dropAnn: dropAnn,
+		cutMF: !opts.KeepManagedFields, dropAnn: dropAnn, gzip: !c.DisableCompression,
 		info: Info{Resource: r, WatchList: true, Exclusive: true, NoManagedFields: !opts.KeepManagedFields}}
 	if opts.Protobuf {
 		return &protoSource[T]{rest: rs, newT: newT, proj: plan}, nil

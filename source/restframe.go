@@ -23,17 +23,30 @@ import (
 // larger one (a huge object) is dropped after its event.
 const maxKeptLine = 1 << 20
 
+// A line reader's buffer starts at minLineBuf and doubles while reads
+// fill it, up to burstLineBuf (or further, for a line that does not fit):
+// a burst of events, such as a streaming list, is read in large reads.
+// Once a read brings less than an eighth of the buffer and little of it
+// is left unread, the stream has caught up, and the buffer goes back to
+// minLineBuf: an idle watch holds 4 KiB, not 64.
+const (
+	minLineBuf   = 4 << 10
+	burstLineBuf = 64 << 10
+)
+
 // lineReader reads newline-terminated lines.
 type lineReader struct {
-	r    io.Reader
-	buf  []byte
-	head int // start of the unread bytes
-	tail int // end of the read bytes
-	err  error
+	r      io.Reader
+	buf    []byte
+	head   int  // start of the unread bytes
+	tail   int  // end of the read bytes
+	last   int  // bytes of the last read
+	filled bool // the last read filled the buffer's free space
+	err    error
 }
 
 func newLineReader(r io.Reader) *lineReader {
-	return &lineReader{r: r, buf: make([]byte, 64<<10)}
+	return &lineReader{r: r, buf: make([]byte, minLineBuf)}
 }
 
 // next returns the next line without its newline, valid until the next
@@ -60,16 +73,25 @@ func (l *lineReader) next() ([]byte, error) {
 }
 
 // fill reads more, first moving the unread bytes to the front of the
-// buffer, or growing it if they fill it.
+// buffer, growing it if they fill it or the last read filled it, or
+// shrinking it if the stream has caught up.
 func (l *lineReader) fill() {
-	if l.head > 0 {
+	switch unread := l.tail - l.head; {
+	case len(l.buf) > minLineBuf && l.last < len(l.buf)/8 && unread <= minLineBuf/2:
+		// Caught up: drop the burst's buffer.
+		b := make([]byte, minLineBuf)
+		l.head, l.tail, l.buf = 0, copy(b, l.buf[l.head:l.tail]), b
+	case l.head > 0:
 		n := copy(l.buf, l.buf[l.head:l.tail])
 		l.head, l.tail = 0, n
 	}
-	if l.tail == len(l.buf) {
-		l.buf = append(l.buf, make([]byte, len(l.buf))...)
+	if l.tail == len(l.buf) || (l.filled && len(l.buf) < burstLineBuf) {
+		b := make([]byte, 2*len(l.buf))
+		copy(b, l.buf[:l.tail])
+		l.buf = b
 	}
 	n, err := l.r.Read(l.buf[l.tail:])
+	l.last, l.filled = n, n == len(l.buf)-l.tail
 	l.tail += n
 	if err != nil {
 		l.err = err

@@ -28,6 +28,9 @@ type restSource[T cache.Object] struct {
 	gvk       schema.GroupVersionKind
 	workers   int  // RESTOptions.DecodeWorkers
 	cutMF     bool // drop managedFields (not RESTOptions.KeepManagedFields)
+	// gzip: watches ask for gzip and decompress it themselves (gunzip.go);
+	// false when the config disables compression.
+	gzip bool
 	// dropAnn are the annotation keys dropped (RESTOptions.DropAnnotations);
 	// nil if none.
 	dropAnn map[string]bool
@@ -178,13 +181,27 @@ func (s *restSource[T]) dropAnnotations(obj T) {
 	}
 }
 
+// watchBody starts a watch and returns its body, decompressed by
+// gunzipBody when the source takes gzip. Like client-go's, watches are
+// not rate limited: a watch is one long request, and a restart must not
+// queue behind lists.
+func (s *restSource[T]) watchBody(ctx context.Context, opts metav1.ListOptions) (io.ReadCloser, error) {
+	req := s.request(opts, s.namespace).Throttle(nil)
+	if !s.gzip {
+		return req.Stream(ctx)
+	}
+	body, err := req.SetHeader("Accept-Encoding", "gzip").Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return newGunzipBody(body), nil
+}
+
 func (s *restSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (Watcher[T], error) {
 	opts.Watch = true
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
-	// Like client-go's, watches are not rate limited: a watch is one
-	// long request, and a restart must not queue behind lists.
-	body, err := s.request(opts, s.namespace).Throttle(nil).Stream(ctx)
+	body, err := s.watchBody(ctx, opts)
 	if err != nil {
 		cancel()
 		return nil, &Error{Phase: PhaseWatchStart, Err: err}

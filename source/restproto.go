@@ -112,7 +112,7 @@ func (p *protoSource[T]) Watch(ctx context.Context, opts metav1.ListOptions) (Wa
 	opts.Watch = true
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
-	body, err := p.rest.request(opts, p.rest.namespace).Throttle(nil).Stream(ctx)
+	body, err := p.rest.watchBody(ctx, opts)
 	if err != nil {
 		cancel()
 		return nil, &Error{Phase: PhaseWatchStart, Err: err}

@@ -85,8 +85,13 @@ type Informer[T cache.Object] struct {
 	done      chan struct{} // closed when Run returns
 	errs      chan error    // errors of the writer, the listeners and the checks, for the reporter
 	reported  chan struct{} // closed once nothing more can be reported: the reporter drains and returns
-	logger    atomic.Pointer[klog.Logger]
-	logged    struct { // the default error logging's, the reporter's alone
+	reporter  struct {      // the goroutine that delivers errors, started when there are some (report.go)
+		mu      sync.Mutex
+		active  chan struct{} // closed when the running reporter returns; nil when none runs
+		pending bool          // an error came while it ran
+	}
+	logger atomic.Pointer[klog.Logger]
+	logged struct { // the default error logging's, the reporter's alone
 		text    string
 		at      time.Time
 		repeats int
@@ -183,6 +188,7 @@ func NewInformer[T cache.Object](src source.Source[T], opts Options[T]) (*Inform
 		Tweak:           tweak,
 		Shard:           reflectorShard[T](opts.Shard),
 		ErrWatchIdle:    ErrWatchIdle,
+		Reported:        func() { inf.kickReporter() },
 
 		WatchIdleTimeout: idleTimeout(opts.WatchIdleTimeout),
 	})
@@ -245,12 +251,6 @@ func (inf *Informer[T]) Run(ctx context.Context) error {
 	}
 	inf.mu.Unlock()
 	defer inf.startMetrics()()
-	reporter := make(chan struct{})
-	go func() {
-		defer close(reporter)
-		inf.reportLoop()
-	}()
-
 	g, gctx := errgroup.WithContext(ctx)
 	stopQueue := context.AfterFunc(gctx, inf.queue.Close) // wakes a reflector waiting for room
 	defer stopQueue()
@@ -290,7 +290,7 @@ func (inf *Informer[T]) Run(ctx context.Context) error {
 		inf.checkMutations(inf.reportAsync) // no handler runs any more: a last look at what they did
 	}
 	close(inf.reported)
-	inf.waitReporter(reporter)
+	inf.waitReporter(inf.kickReporter())
 	close(inf.done)
 	return err
 }
@@ -368,30 +368,53 @@ func (inf *Informer[T]) waitListeners() []string {
 // logs the next instead of waiting (the writer never waits on user code).
 const errorBuffer = 64
 
-// reportLoop hands every error of the run to handleError, on this one
-// goroutine, with no lock held: the reflector's, the writer's, the
-// handlers' panics and what the checks find. Once Run has stopped
-// everything else (reported is closed), it hands over what is left and
-// returns.
-func (inf *Informer[T]) reportLoop() {
+// The reporter hands every error of the run to handleError, on one
+// goroutine at a time, with no lock held: the reflector's, the writer's,
+// the handlers' panics and what the checks find. It runs only while there
+// are errors to deliver, so an informer without errors has no goroutine
+// for them. Every sender queues its error, then calls kickReporter.
+
+// kickReporter starts the reporter if none runs, or tells the running one
+// to look again, and returns the channel closed when the reporter returns.
+func (inf *Informer[T]) kickReporter() <-chan struct{} {
+	r := &inf.reporter
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.active != nil {
+		r.pending = true
+		return r.active
+	}
+	done := make(chan struct{})
+	r.active = done
+	go inf.reportLoop(done)
+	return done
+}
+
+// reportLoop delivers the queued errors until none is left and no sender
+// kicked it meanwhile, then closes done and returns.
+func (inf *Informer[T]) reportLoop(done chan struct{}) {
+	r := &inf.reporter
 	for {
-		select {
-		case err := <-inf.refl.Errors():
-			inf.deliver(err)
-		case err := <-inf.errs:
-			inf.deliver(err)
-		case <-inf.reported:
-			for {
-				select {
-				case err := <-inf.refl.Errors():
-					inf.deliver(err)
-				case err := <-inf.errs:
-					inf.deliver(err)
-				default:
-					return
-				}
+		for drained := false; !drained; {
+			select {
+			case err := <-inf.refl.Errors():
+				inf.deliver(err)
+			case err := <-inf.errs:
+				inf.deliver(err)
+			default:
+				drained = true
 			}
 		}
+		r.mu.Lock()
+		if r.pending || len(inf.errs) > 0 || len(inf.refl.Errors()) > 0 {
+			r.pending = false
+			r.mu.Unlock()
+			continue
+		}
+		r.active = nil
+		close(done)
+		r.mu.Unlock()
+		return
 	}
 }
 
@@ -416,7 +439,7 @@ const repeatLogEvery = 5 * time.Minute
 // logOnce is the default error handler: it logs err, naming the informer
 // once, unless it is the error logged last, unchanged, less than
 // repeatLogEvery ago; it then counts it, and says how often it came when
-// it logs it again. The reporter's goroutine alone calls it.
+// it logs it again. The reporter alone calls it, one call at a time.
 func (inf *Informer[T]) logOnce(err error) {
 	text := err.Error()
 	now := time.Now()
@@ -438,6 +461,7 @@ func (inf *Informer[T]) logOnce(err error) {
 func (inf *Informer[T]) reportAsync(err error) {
 	select {
 	case inf.errs <- err:
+		inf.kickReporter()
 	default:
 		inf.log().Error(err, "informer error (error queue full)", "informer", inf.name)
 	}
@@ -449,6 +473,7 @@ func (inf *Informer[T]) reportAsync(err error) {
 func (inf *Informer[T]) reportPanic(err error) {
 	select {
 	case inf.errs <- err:
+		inf.kickReporter()
 	case <-inf.reported:
 		inf.log().Error(err, "handler panicked after the informer stopped", "informer", inf.name)
 	}

@@ -72,8 +72,10 @@ type Options[T cache.Object] struct {
 	LabelIndexes []string
 	// ErrorHandler receives every error the informer recovers from: list and
 	// watch failures, refused objects, handler panics, what the safety
-	// nets find. It is called from one goroutine of the informer, one
-	// error at a time, with no lock held, so it may call the informer; it
+	// nets find. It is called by the informer one error at a time (never
+	// two calls at once, each after the one before returned; from a
+	// goroutine that runs only while there are errors to deliver), with
+	// no lock held, so it may call the informer; it
 	// should not block for long (a handler that panicked waits for it). A panic in it is recovered
 	// and logged. Default: errors are logged (klog, from Run's context),
 	// each once: one that repeats unchanged (a Forbidden list retried with

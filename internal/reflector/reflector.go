@@ -87,6 +87,9 @@ type Options[T cache.Object] struct {
 	// Shard, if set, restricts the reflector to one shard (see Shard).
 	// Default: nil, the whole resource.
 	Shard *Shard[T]
+	// Reported, if set, is called after an error was queued for Errors'
+	// reader, so that it need not wait on the channel to learn of it.
+	Reported func()
 }
 
 // Status is the reflector's view of its source.
@@ -303,6 +306,9 @@ func (r *Reflector[T]) report(ctx context.Context, err error) {
 	klog.FromContext(ctx).V(4).Info("list/watch error", "err", err)
 	select {
 	case r.errs <- err:
+		if r.opts.Reported != nil {
+			r.opts.Reported()
+		}
 	default:
 		r.dropped.Add(1)
 	}
