@@ -189,3 +189,44 @@ func ExampleDefaults() {
 	// annotations: map[]
 	// start: <nil>
 }
+
+// Two factories (two clusters of one process) share one bound on their
+// list requests: at most 4 in flight over both.
+func ExampleNewListLimit() {
+	limit, err := factory.NewListLimit(4)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done, started := make(chan error, 2), 0
+	defer func() {
+		cancel()
+		for range started {
+			<-done
+		}
+	}()
+	for _, name := range []string{"east-0", "west-0"} {
+		f, err := factory.NewForClientsets([]any{fake.NewClientset(examplePod("shop", name, "web"))}, factory.Options{ListLimit: limit})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		pods, release, err := factory.InformerFor[*corev1.Pod](f, factory.Scope{})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		defer release()
+		go func() { done <- f.Start(ctx) }()
+		started++
+		if err := f.WaitForSync(ctx); err != nil {
+			fmt.Println(err)
+		}
+		all, _ := pods.Lister().List(labels.Everything())
+		fmt.Println(podNames(all))
+	}
+	// Output:
+	// [shop/east-0]
+	// [shop/west-0]
+}

@@ -62,6 +62,10 @@ type Options struct {
 	// their initial events have ended. Watches are not bounded. Default
 	// (0): DefaultMaxConcurrentLists; a negative value means no bound.
 	MaxConcurrentLists int
+	// ListLimit, if set, is a bound shared with other factories (the
+	// clusters of a fleet): the factory's lists take its permits instead
+	// of a bound of their own. MaxConcurrentLists must then be 0.
+	ListLimit *ListLimit
 	// ResyncPeriod is the typed.Options.ResyncPeriod of every informer.
 	// Default: 0, no resync.
 	ResyncPeriod time.Duration
@@ -152,6 +156,10 @@ func New(cfg *rest.Config, opts Options) (*Factory, error) {
 		informers: map[key]entry{}, sources: map[reflect.Type]any{}, defaults: map[reflect.Type]any{},
 	}
 	switch n := opts.MaxConcurrentLists; {
+	case opts.ListLimit != nil && n != 0:
+		return nil, fmt.Errorf("factory: Options.ListLimit and MaxConcurrentLists %d are both set", n)
+	case opts.ListLimit != nil:
+		f.sem = opts.ListLimit.sem
 	case n == 0:
 		f.sem = semaphore.NewWeighted(DefaultMaxConcurrentLists)
 	case n > 0:

@@ -13,6 +13,23 @@ import (
 	"github.com/typedinformer/informer/source"
 )
 
+// ListLimit is a bound on list requests in flight that several factories
+// share (Options.ListLimit): at most its size at once across all of them,
+// counted as a factory's own bound is. A fleet of clusters that all lose
+// their watches at once thus relists a few clusters at a time, not all.
+type ListLimit struct {
+	sem *semaphore.Weighted
+}
+
+// NewListLimit returns a bound of n list requests in flight; n must be
+// positive.
+func NewListLimit(n int) (*ListLimit, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("factory: NewListLimit(%d): the bound must be positive", n)
+	}
+	return &ListLimit{sem: semaphore.NewWeighted(int64(n))}, nil
+}
+
 // limitedSource is a source whose list requests take a permit of a
 // semaphore shared by every source of a factory. A permit is held only
 // while a list request is in flight:

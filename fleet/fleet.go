@@ -46,8 +46,18 @@ type Options struct {
 	// Factory are the options of the factory each cluster engaged with a
 	// rest.Config gets. Leave HTTPClient and Mapper nil: each cluster gets
 	// its own, freed when it is disengaged. ErrorHandler is replaced by
-	// the fleet's.
+	// the fleet's. Leave MaxConcurrentLists and ListLimit unset unless
+	// MaxConcurrentLists below is negative: the fleet's bound replaces
+	// them.
 	Factory factory.Options
+	// MaxConcurrentLists bounds the list requests in flight at once over
+	// the whole fleet (counted as factory.Options.MaxConcurrentLists
+	// counts a factory's), so that clusters that all lose their watches
+	// at once relist a few at a time. Default (0):
+	// factory.DefaultMaxConcurrentLists. Negative: no fleet-wide bound,
+	// each cluster's factory bounds its own (Factory.MaxConcurrentLists).
+	// A factory given to EngageFactory keeps the bound it was made with.
+	MaxConcurrentLists int
 	// ErrorHandler receives every error of a cluster: its informers'
 	// (those factory.Options.ErrorHandler receives) and its factory
 	// stopping with an error. Default: logged, with the cluster's name.
@@ -120,6 +130,20 @@ const discoveryTimeout = 15 * time.Second
 func New(opts Options) (*Fleet, error) {
 	if opts.Factory.HTTPClient != nil || opts.Factory.Mapper != nil {
 		return nil, errors.New("fleet: Options.Factory.HTTPClient and Mapper must be nil: each cluster gets its own")
+	}
+	if opts.MaxConcurrentLists >= 0 {
+		if opts.Factory.MaxConcurrentLists != 0 || opts.Factory.ListLimit != nil {
+			return nil, errors.New("fleet: Options.Factory.MaxConcurrentLists and ListLimit must be unset: the fleet bounds the lists of all its clusters (Options.MaxConcurrentLists; negative for a bound per cluster)")
+		}
+		n := opts.MaxConcurrentLists
+		if n == 0 {
+			n = factory.DefaultMaxConcurrentLists
+		}
+		limit, err := factory.NewListLimit(n)
+		if err != nil {
+			return nil, fmt.Errorf("fleet: %w", err)
+		}
+		opts.Factory.ListLimit = limit
 	}
 	if opts.ErrorHandler == nil {
 		opts.ErrorHandler = func(cluster string, err error) {

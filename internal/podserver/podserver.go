@@ -60,7 +60,11 @@ type Server struct {
 	// written as the pods are read from the fake, a page at a time, so
 	// that the server never holds the whole list.
 	Whole bool
-	srv   *httptest.Server
+	// OnList, if set before the first request, is called as each LIST
+	// request starts, from the request's goroutine; the function it
+	// returns is called once the response is written.
+	OnList func() (done func())
+	srv    *httptest.Server
 }
 
 // New starts a server of f, closed when t ends.
@@ -129,6 +133,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.Lists.Add(1)
+	if s.OnList != nil {
+		defer s.OnList()()
+	}
 	if s.Whole && !proto {
 		s.writeWhole(r.Context(), w, opts)
 		return
