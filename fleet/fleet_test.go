@@ -208,3 +208,45 @@ func TestEngageRefuses(t *testing.T) {
 		t.Error("a shared HTTPClient was accepted")
 	}
 }
+
+// TestWaitForClusterEngagedLater: WaitForCluster waits for a cluster a
+// provider has not engaged yet, and returns its informer once it is
+// engaged and synced; for a name never engaged it returns
+// ErrUnknownCluster when ctx ends.
+func TestWaitForClusterEngagedLater(t *testing.T) {
+	leakcheck.Check(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	fl, err := fleet.New(fleet.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := fleet.InformerFor[*corev1.Pod](fl, factory.Scope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- fl.Run(ctx) }()
+	got := make(chan error, 1)
+	go func() {
+		_, err := pods.WaitForCluster(ctx, "late")
+		got <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // let it wait before the cluster is engaged
+	f, _ := fakeCluster(t, pod("shop", "web-0", "web"))
+	if err := fl.EngageFactory("late", f); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Errorf("WaitForCluster(late) = %v", err)
+	}
+	short, stop := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer stop()
+	if _, err := pods.WaitForCluster(short, "never"); !errors.Is(err, fleet.ErrUnknownCluster) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("WaitForCluster(never) = %v, want ErrUnknownCluster and the deadline", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Error(err)
+	}
+}

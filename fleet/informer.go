@@ -81,6 +81,7 @@ type Informer[T cache.Object] struct {
 	mu       sync.RWMutex
 	clusters map[string]*slot[T]
 	handlers []Handler[T]
+	attached chan struct{} // closed, and replaced, when a cluster is attached; nil until one waits
 }
 
 // slot is an informer's place in one engaged cluster.
@@ -113,6 +114,10 @@ func (inf *Informer[T]) attach(c *cluster) {
 	defer inf.mu.Unlock()
 	if inf.clusters[c.name] == nil {
 		inf.clusters[c.name] = &slot[T]{made: make(chan struct{})}
+		if inf.attached != nil {
+			close(inf.attached)
+			inf.attached = nil
+		}
 	}
 }
 
@@ -202,16 +207,30 @@ func (inf *Informer[T]) Cluster(name string) (*typed.Informer[T], bool) {
 	return nil, false
 }
 
-// WaitForCluster waits until the named cluster has its informer of T, and
-// returns it once it has synced: nil and an error if the cluster is not
-// engaged or is disengaged meanwhile, or if ctx ends first (with the
-// reason the informer could not be made, or its sync error).
+// WaitForCluster waits until the named cluster is engaged (a provider may
+// engage it later) and has its informer of T, and returns the informer
+// once it has synced. It returns nil and an error if the cluster is
+// disengaged while it waits, or if ctx ends first: wrapping
+// ErrUnknownCluster if the cluster was never engaged, or with the reason
+// the informer could not be made, or its sync error.
 func (inf *Informer[T]) WaitForCluster(ctx context.Context, name string) (*typed.Informer[T], error) {
-	inf.mu.RLock()
-	sl := inf.clusters[name]
-	inf.mu.RUnlock()
-	if sl == nil {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownCluster, name)
+	var sl *slot[T]
+	for sl == nil {
+		inf.mu.Lock()
+		sl = inf.clusters[name]
+		if sl == nil && inf.attached == nil {
+			inf.attached = make(chan struct{})
+		}
+		attached := inf.attached
+		inf.mu.Unlock()
+		if sl != nil {
+			break
+		}
+		select {
+		case <-attached:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %q, while waiting for it: %w", ErrUnknownCluster, name, ctx.Err())
+		}
 	}
 	if err := sl.wait(ctx, inf, name); err != nil {
 		return nil, err
