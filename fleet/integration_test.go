@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http/httptest"
 	"net/url"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -148,36 +147,10 @@ func TestFleetRealServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	settle := func() int {
-		time.Sleep(200 * time.Millisecond)
-		return runtime.NumGoroutine()
-	}
 	if err := fl.Disengage("real"); err != nil {
 		t.Fatal(err)
 	}
-	before := settle()
-	beforeStacks := make([]byte, 1<<20)
-	beforeStacks = beforeStacks[:runtime.Stack(beforeStacks, true)]
-	if err := fl.Engage("real", c.AdminConfig()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pods.WaitForCluster(ctx, "real"); err != nil {
-		t.Fatal(err)
-	}
-	engaged := settle()
-	if err := fl.Disengage("real"); err != nil {
-		t.Fatal(err)
-	}
-	after := settle()
-	for deadline := time.Now().Add(10 * time.Second); after != before && time.Now().Before(deadline); {
-		after = settle()
-	}
-	t.Logf("goroutines: %d before real, %d with it engaged and synced, %d after it was disengaged", before, engaged, after)
-	if after != before {
-		buf := make([]byte, 1<<20)
-		t.Errorf("after disengaging real: %d goroutines, want %d as before it was engaged; before:\n%s\nafter:\n%s",
-			after, before, beforeStacks, buf[:runtime.Stack(buf, true)])
-	}
+	goroutinesAcross(t, ctx, fl, pods, "real", c.AdminConfig()).check(t, "real")
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Run = %v", err)

@@ -3,7 +3,6 @@ package fleet_test
 import (
 	"context"
 	"errors"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -106,32 +105,8 @@ func TestFleetOverHTTP(t *testing.T) {
 
 	// Disengaging a cluster frees its goroutines: the informer's, the
 	// watch's, the connection's and the server's side of it.
-	settle := func() int {
-		time.Sleep(100 * time.Millisecond)
-		return runtime.NumGoroutine()
-	}
 	north := podCluster(t, pod("lab", "y", "y")) // its listener's goroutine counts in before
-	before := settle()
-	if err := fl.Engage("north", north.Config()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pods.WaitForCluster(ctx, "north"); err != nil {
-		t.Fatal(err)
-	}
-	engaged := settle()
-	if err := fl.Disengage("north"); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	after := settle()
-	for after != before && time.Now().Before(deadline) {
-		after = settle()
-	}
-	t.Logf("goroutines: %d before north, %d with north engaged and synced, %d after it was disengaged", before, engaged, after)
-	if after != before {
-		var buf [1 << 20]byte
-		t.Errorf("after disengaging north: %d goroutines, want %d as before it was engaged\n%s", after, before, buf[:runtime.Stack(buf[:], true)])
-	}
+	goroutinesAcross(t, ctx, fl, pods, "north", north.Config()).check(t, "north")
 
 	cancel()
 	if err := <-done; err != nil {

@@ -29,10 +29,10 @@ const gunzipBufSize = 2 << 10
 // protobuf one can start with gzip's magic number.
 type gunzipBody struct {
 	body  io.ReadCloser
-	in    *bufio.Reader
-	plain bool         // not gzip: reads go to in
-	known bool         // plain or gzip was told
-	cur   *gzip.Reader // the member being read; nil between members
+	in    *bufio.Reader // nil once a plain stream has drained it
+	plain bool          // not gzip: reads go to in, then to body
+	known bool          // plain or gzip was told
+	cur   *gzip.Reader  // the member being read; nil between members
 }
 
 func newGunzipBody(body io.ReadCloser) *gunzipBody {
@@ -51,7 +51,11 @@ func (g *gunzipBody) Read(p []byte) (int, error) {
 		g.known, g.plain = true, len(magic) < 2 || magic[0] != 0x1f || magic[1] != 0x8b
 	}
 	if g.plain {
-		return g.in.Read(p)
+		if g.in != nil && g.in.Buffered() > 0 {
+			return g.in.Read(p)
+		}
+		g.in = nil // what Peek read is consumed: an idle plain watch holds no buffer
+		return g.body.Read(p)
 	}
 	for {
 		if g.cur == nil {

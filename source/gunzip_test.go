@@ -49,6 +49,9 @@ func TestGunzipBody(t *testing.T) {
 		if g.cur != nil {
 			t.Errorf("%s: a decompressor held at the end of the stream", name)
 		}
+		if name == "plain" && g.in != nil {
+			t.Errorf("%s: the sniffing buffer is still held after the stream was read", name)
+		}
 	}
 
 	cut := zipped.Bytes()[:zipped.Len()/2]

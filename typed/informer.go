@@ -84,11 +84,10 @@ type Informer[T cache.Object] struct {
 	seen      observed      // the resourceVersion the cache has caught up with
 	done      chan struct{} // closed when Run returns
 	errs      chan error    // errors of the writer, the listeners and the checks, for the reporter
-	reported  chan struct{} // closed once nothing more can be reported: the reporter drains and returns
-	reporter  struct {      // the goroutine that delivers errors, started when there are some (report.go)
-		mu      sync.Mutex
-		active  chan struct{} // closed when the running reporter returns; nil when none runs
-		pending bool          // an error came while it ran
+	reported  chan struct{} // closed once nothing more can be reported: a panic reported later is logged
+	reporter  struct {      // the goroutine that delivers errors, started when there are some (kickReporter)
+		mu     sync.Mutex
+		active chan struct{} // closed when the running reporter returns; nil when none runs
 	}
 	logger atomic.Pointer[klog.Logger]
 	logged struct { // the default error logging's, the reporter's alone
@@ -374,14 +373,15 @@ const errorBuffer = 64
 // are errors to deliver, so an informer without errors has no goroutine
 // for them. Every sender queues its error, then calls kickReporter.
 
-// kickReporter starts the reporter if none runs, or tells the running one
-// to look again, and returns the channel closed when the reporter returns.
+// kickReporter starts the reporter if none runs, and returns the channel
+// closed when the reporter returns. A running one finds the sender's
+// error: it returns only once it sees both queues empty, under the lock
+// kickReporter takes.
 func (inf *Informer[T]) kickReporter() <-chan struct{} {
 	r := &inf.reporter
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.active != nil {
-		r.pending = true
 		return r.active
 	}
 	done := make(chan struct{})
@@ -390,8 +390,8 @@ func (inf *Informer[T]) kickReporter() <-chan struct{} {
 	return done
 }
 
-// reportLoop delivers the queued errors until none is left and no sender
-// kicked it meanwhile, then closes done and returns.
+// reportLoop delivers the queued errors until none is left, then closes
+// done and returns.
 func (inf *Informer[T]) reportLoop(done chan struct{}) {
 	r := &inf.reporter
 	for {
@@ -406,8 +406,7 @@ func (inf *Informer[T]) reportLoop(done chan struct{}) {
 			}
 		}
 		r.mu.Lock()
-		if r.pending || len(inf.errs) > 0 || len(inf.refl.Errors()) > 0 {
-			r.pending = false
+		if len(inf.errs) > 0 || len(inf.refl.Errors()) > 0 {
 			r.mu.Unlock()
 			continue
 		}

@@ -75,8 +75,12 @@ func run(ctx context.Context, out io.Writer, configs kubeconfigs, namespace stri
 	added := make(chan string, 16)
 	if err := pods.AddHandler(fleet.HandlerFuncs[*corev1.Pod]{
 		AddFunc: func(cluster string, p *corev1.Pod, initial bool) {
-			if !initial {
-				added <- cluster + ": " + p.Namespace + "/" + p.Name
+			if initial {
+				return
+			}
+			select { // a handler must not block: a real cluster may add more than the program reads
+			case added <- cluster + ": " + p.Namespace + "/" + p.Name:
+			default:
 			}
 		},
 	}); err != nil {
