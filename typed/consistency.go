@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/typedinformer/informer/cache"
 )
@@ -97,9 +98,13 @@ func (inf *Informer[T]) checks() Checks {
 }
 
 // consistencyLoop compares the cache with the server every
-// Options.ConsistencyCheck until ctx ends.
+// Options.ConsistencyCheck, stretched by up to a quarter at random each
+// time, until ctx ends. The period counts from the end of one check to
+// the start of the next. The jitter keeps the checks (each a list) of
+// informers started together, such as a fleet's clusters, from falling
+// into step.
 func (inf *Informer[T]) consistencyLoop(ctx context.Context) {
-	t := time.NewTicker(inf.opts.ConsistencyCheck)
+	t := time.NewTimer(wait.Jitter(inf.opts.ConsistencyCheck, 0.25))
 	defer t.Stop()
 	for {
 		select {
@@ -107,20 +112,30 @@ func (inf *Informer[T]) consistencyLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if !inf.HasSynced() {
-			continue
-		}
-		div, err := inf.checkConsistency(ctx)
-		switch {
-		case ctx.Err() != nil:
+		if !inf.consistencyCheck(ctx) {
 			return
-		case err != nil:
-			inf.reportAsync(fmt.Errorf("consistency check: %w", err))
-		case div != nil:
-			inf.reportAsync(div)
-			inf.refl.Relist()
 		}
+		t.Reset(wait.Jitter(inf.opts.ConsistencyCheck, 0.25))
 	}
+}
+
+// consistencyCheck runs one check of a synced cache, reports what it
+// found and relists on a divergence; false once ctx has ended.
+func (inf *Informer[T]) consistencyCheck(ctx context.Context) bool {
+	if !inf.HasSynced() {
+		return true
+	}
+	div, err := inf.checkConsistency(ctx)
+	switch {
+	case ctx.Err() != nil:
+		return false
+	case err != nil:
+		inf.reportAsync(fmt.Errorf("consistency check: %w", err))
+	case div != nil:
+		inf.reportAsync(div)
+		inf.refl.Relist()
+	}
+	return true
 }
 
 // snapshotAt returns the cache's keys and resourceVersions and the

@@ -112,8 +112,9 @@ type Options[T cache.Object] struct {
 	// ConsistencyCheck, if positive, compares the cache with the server at
 	// that period (keys and resourceVersions, from a paged list at the
 	// cache's resourceVersion), reports any divergence with the keys
-	// involved and repairs it with a relist. See ConsistencyError.
-	// Default: 0, off.
+	// involved and repairs it with a relist. See ConsistencyError. Each
+	// wait is stretched by up to a quarter at random, so that informers
+	// started together do not list in step. Default: 0, off.
 	ConsistencyCheck time.Duration
 	// StopTimeout bounds how long Run, once ctx has ended, waits for the
 	// handler calls in progress to return. A handler still in a call then
