@@ -191,3 +191,45 @@ func sortItems(list []fleet.Item[*corev1.Pod]) []fleet.Item[*corev1.Pod] {
 	})
 	return list
 }
+
+// A controller over a fleet reconciles each cluster's objects with the
+// cluster in the key; each cluster has its own queue and workers.
+func ExampleNewController() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fl, _ := fleet.New(fleet.Options{})
+	pods, err := fleet.InformerFor[*corev1.Pod](fl, factory.Scope{})
+	if err != nil {
+		panic(err)
+	}
+	reconciled := make(chan string, 4)
+	_, err = fleet.NewController(fl, pods, fleet.ReconcileFunc(func(ctx context.Context, k fleet.Key) error {
+		p, err := pods.Get(k)
+		if err != nil {
+			return err
+		}
+		reconciled <- fmt.Sprintf("%s: %s/%s", k.Cluster, p.Namespace, p.Name)
+		return nil
+	}), fleet.ControllerOptions[*corev1.Pod]{})
+	if err != nil {
+		panic(err)
+	}
+	for name, pod := range map[string]string{"east": "web-0", "west": "web-1"} {
+		cs := fake.NewClientset(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: pod}})
+		f, _ := factory.NewForClientsets([]any{cs}, factory.Options{})
+		if err := fl.EngageFactory(name, f); err != nil {
+			panic(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- fl.Run(ctx) }()
+	got := []string{<-reconciled, <-reconciled}
+	slices.Sort(got)
+	fmt.Println(strings.Join(got, "\n"))
+	cancel()
+	fmt.Println("Run:", <-done)
+	// Output:
+	// east: shop/web-0
+	// west: shop/web-1
+	// Run: <nil>
+}

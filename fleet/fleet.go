@@ -89,11 +89,13 @@ type member interface {
 	// attach records that c is engaged, before its informer is made;
 	// called with the fleet's lock held.
 	attach(c *cluster)
-	// engage makes the member's informer in c. It may make requests
-	// (discovery), and is called from c's goroutine, without the fleet's
-	// lock.
-	engage(c *cluster) error
-	// disengage forgets c, whose factory has stopped.
+	// engage makes the member's informer (or controller) in c. It may
+	// make requests (discovery), and is called from c's goroutine, with
+	// c's context (ended when c is disengaged), without the fleet's lock.
+	engage(ctx context.Context, c *cluster) error
+	// disengage forgets c, whose factory has stopped. Members are
+	// disengaged in the reverse of their order, so that a controller
+	// drains before the informer it reads is released.
 	disengage(c *cluster)
 }
 
@@ -274,7 +276,7 @@ func (fl *Fleet) run(ctx context.Context, c *cluster) {
 				failed = append(failed, m)
 				continue
 			}
-			if err := m.engage(c); err != nil {
+			if err := m.engage(ctx, c); err != nil {
 				fl.opts.ErrorHandler(c.name, fmt.Errorf("fleet: cluster %q: %w", c.name, err))
 				failed = append(failed, m)
 			}
@@ -332,7 +334,7 @@ func (fl *Fleet) stop(c *cluster, members []member) {
 		c.cancel()
 		<-c.done
 	}
-	for _, m := range members {
+	for _, m := range slices.Backward(members) {
 		m.disengage(c)
 	}
 	if c.release != nil {
@@ -390,6 +392,13 @@ func (fl *Fleet) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// hasMember reports whether m is one of the fleet's members.
+func (fl *Fleet) hasMember(m member) bool {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	return slices.Contains(fl.members, m)
 }
 
 // addMember adds m, to be engaged in every engaged cluster.

@@ -121,7 +121,7 @@ func (inf *Informer[T]) attach(c *cluster) {
 	}
 }
 
-func (inf *Informer[T]) engage(c *cluster) error {
+func (inf *Informer[T]) engage(_ context.Context, c *cluster) error {
 	in, release, err := factory.InformerFor[T](c.factory, inf.scope)
 	inf.mu.Lock()
 	defer inf.mu.Unlock()

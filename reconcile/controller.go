@@ -125,6 +125,39 @@ type Options[T cache.Object] struct {
 	ErrorHandler func(error)
 }
 
+// Validate reports the first invalid option, as New would: negative
+// Workers, MaxRetries, DrainTimeout or Periodic, a PeriodicJitter outside
+// 0..1, a nil Predicate, a nil or invalid Watch. The error wraps
+// ErrBadOptions.
+func (opts Options[T]) Validate() error {
+	switch {
+	case opts.Workers < 0:
+		return fmt.Errorf("%w: Workers %d is negative", ErrBadOptions, opts.Workers)
+	case opts.MaxRetries < 0:
+		return fmt.Errorf("%w: MaxRetries %d is negative", ErrBadOptions, opts.MaxRetries)
+	case opts.DrainTimeout < 0:
+		return fmt.Errorf("%w: DrainTimeout %v is negative", ErrBadOptions, opts.DrainTimeout)
+	case opts.Periodic < 0:
+		return fmt.Errorf("%w: Periodic %v is negative", ErrBadOptions, opts.Periodic)
+	case opts.PeriodicJitter < 0 || opts.PeriodicJitter > 1:
+		return fmt.Errorf("%w: PeriodicJitter %v is not between 0 and 1", ErrBadOptions, opts.PeriodicJitter)
+	}
+	for i, w := range opts.Watches {
+		if w == nil {
+			return fmt.Errorf("%w: Watches[%d] is nil", ErrBadOptions, i)
+		}
+		if err := w.spec().err; err != nil {
+			return fmt.Errorf("%w: Watches[%d]: %w", ErrBadOptions, i, err)
+		}
+	}
+	for i, p := range opts.Predicates {
+		if p == nil {
+			return fmt.Errorf("%w: Predicates[%d] is nil", ErrBadOptions, i)
+		}
+	}
+	return nil
+}
+
 // KeyError is what the controller reports about a key: a failed (or
 // panicked) Reconcile that will be retried; with Terminal set, a failure
 // that is not retried (see Terminal); with Dropped set, a key given up
@@ -195,32 +228,13 @@ func New[T cache.Object](inf *typed.Informer[T], r Reconciler, opts Options[T]) 
 		return nil, ErrNilInformer
 	case r == nil:
 		return nil, ErrNilReconciler
-	case opts.Workers < 0:
-		return nil, fmt.Errorf("%w: Workers %d is negative", ErrBadOptions, opts.Workers)
-	case opts.MaxRetries < 0:
-		return nil, fmt.Errorf("%w: MaxRetries %d is negative", ErrBadOptions, opts.MaxRetries)
-	case opts.DrainTimeout < 0:
-		return nil, fmt.Errorf("%w: DrainTimeout %v is negative", ErrBadOptions, opts.DrainTimeout)
-	case opts.Periodic < 0:
-		return nil, fmt.Errorf("%w: Periodic %v is negative", ErrBadOptions, opts.Periodic)
-	case opts.PeriodicJitter < 0 || opts.PeriodicJitter > 1:
-		return nil, fmt.Errorf("%w: PeriodicJitter %v is not between 0 and 1", ErrBadOptions, opts.PeriodicJitter)
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
 	var watches []*watchSpec
-	for i, w := range opts.Watches {
-		if w == nil {
-			return nil, fmt.Errorf("%w: Watches[%d] is nil", ErrBadOptions, i)
-		}
-		ws := w.spec()
-		if ws.err != nil {
-			return nil, fmt.Errorf("%w: Watches[%d]: %w", ErrBadOptions, i, ws.err)
-		}
-		watches = append(watches, ws)
-	}
-	for i, p := range opts.Predicates {
-		if p == nil {
-			return nil, fmt.Errorf("%w: Predicates[%d] is nil", ErrBadOptions, i)
-		}
+	for _, w := range opts.Watches {
+		watches = append(watches, w.spec())
 	}
 	if opts.Workers == 0 {
 		opts.Workers = DefaultWorkers
