@@ -101,31 +101,30 @@ func (c *Controller[T]) attach(*cluster) {}
 // engage starts the controller of cl, once the fleet informer has its
 // informer there.
 func (c *Controller[T]) engage(ctx context.Context, cl *cluster) error {
+	name := cl.name
 	c.mu.Lock()
-	started := c.clusters[cl.name] != nil
+	started := c.clusters[name] != nil
 	c.mu.Unlock()
 	if started {
 		return nil
 	}
-	in, ok := c.inf.Cluster(cl.name)
+	in, ok := c.inf.Cluster(name)
 	if !ok {
 		return errors.New("controller: its informer is not made in the cluster yet")
 	}
 	opts := c.opts.Controller
 	if c.opts.ForCluster != nil {
 		var err error
-		if opts, err = c.opts.ForCluster(cl.name); err != nil {
+		if opts, err = c.opts.ForCluster(name); err != nil {
 			return fmt.Errorf("controller options: %w", err)
 		}
 	}
 	if opts.Name == "" {
-		opts.Name = cl.name + "/" + in.Name()
+		opts.Name = name + "/" + in.Name()
 	}
 	if opts.ErrorHandler == nil {
-		name := cl.name
 		opts.ErrorHandler = func(err error) { c.errs(name, err) }
 	}
-	name := cl.name
 	ctl, err := reconcile.New(in, reconcile.Func(func(ctx context.Context, k cache.Key) error {
 		return c.r.Reconcile(ctx, Key{Cluster: name, Key: k})
 	}), opts)
@@ -135,7 +134,7 @@ func (c *Controller[T]) engage(ctx context.Context, cl *cluster) error {
 	ctx, cancel := context.WithCancel(ctx)
 	rn := &run[T]{ctl: ctl, cancel: cancel, done: make(chan struct{})}
 	c.mu.Lock()
-	c.clusters[cl.name] = rn
+	c.clusters[name] = rn
 	c.mu.Unlock()
 	go func() {
 		defer close(rn.done)
