@@ -19,7 +19,9 @@ func TestGunzipBody(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rnd := rand.New(rand.NewPCG(seed, 1))
 	var plain, zipped bytes.Buffer
+	var starts []int // where each member begins
 	for i := range 300 {
+		starts = append(starts, zipped.Len())
 		ev := fmt.Sprintf(`{"type":"ADDED","object":{"n":%d,"pad":"%s"}}`+"\n", i, bytes.Repeat([]byte("p"), rnd.IntN(5000)))
 		plain.WriteString(ev)
 		zw := gzip.NewWriter(&zipped)
@@ -54,7 +56,10 @@ func TestGunzipBody(t *testing.T) {
 		}
 	}
 
-	cut := zipped.Bytes()[:zipped.Len()/2]
+	// Cut inside a member, never on a boundary between two (that would be
+	// a whole, shorter stream).
+	m := rnd.IntN(len(starts) - 1)
+	cut := zipped.Bytes()[:starts[m]+1+rnd.IntN(starts[m+1]-starts[m]-1)]
 	g := newGunzipBody(io.NopCloser(bytes.NewReader(cut)))
 	if _, err := io.ReadAll(g); err == nil || err == io.EOF {
 		t.Errorf("a stream cut within a member: %v, want an error", err)
