@@ -109,6 +109,9 @@ type Stats struct {
 	// IdleWatches counts watches stopped by the watch idle timeout
 	// (typed.Options.WatchIdleTimeout).
 	IdleWatches int `json:"idleWatches"`
+	// WarmStarts counts starts from a saved cache the server accepted
+	// (typed.Options.WarmStart): 1 after a warm start, 0 after a list.
+	WarmStarts int `json:"warmStarts,omitempty"`
 }
 
 // ShardStatus is what an informer restricted to a shard knows about it

@@ -105,6 +105,7 @@ type Informer[T cache.Object] struct {
 	mutations  *mutationDetector[T]
 	strs       *intern.Interner[T] // nil: strings are not shared (intern.go)
 	size       sizeState           // the cache's size estimate (size.go)
+	warm       *warmState          // nil without Options.WarmStart (warm.go)
 
 	// Moves of a sharded informer (move.go): what it holds on to, the
 	// Moved deltas the writer has handled, and whether the cache holds a
@@ -157,6 +158,10 @@ func NewInformer[T cache.Object](src source.Source[T], opts Options[T]) (*Inform
 	if b := opts.MemoryBudget; b != nil && b.Bytes <= 0 {
 		return nil, fmt.Errorf("typed: informer %s: MemoryBudget.Bytes is %d, want more than 0 (or no MemoryBudget)", name, b.Bytes)
 	}
+	ws, err := newWarmState(opts, res.GroupResource, tweak)
+	if err != nil {
+		return nil, fmt.Errorf("typed: informer %s: %w", name, err)
+	}
 	w, err := cache.NewWriter(cache.Options[T]{
 		Indexers: opts.Indexers, LabelIndexes: opts.LabelIndexes,
 		Resource: res.GroupResource, Scope: res.Scope,
@@ -169,6 +174,7 @@ func NewInformer[T cache.Object](src source.Source[T], opts Options[T]) (*Inform
 		queue:  fifo.New[T](fifo.Options{MaxLen: queueLen}),
 		synced: make(chan struct{}), done: make(chan struct{}), errs: make(chan error, errorBuffer), reported: make(chan struct{}),
 		regs: map[*Registration]*listener[T]{},
+		warm: ws,
 	}
 	inf.handlers.Store(&[]*listener[T]{})
 	inf.src = src
@@ -177,7 +183,7 @@ func NewInformer[T cache.Object](src source.Source[T], opts Options[T]) (*Inform
 		inf.mutations = newMutationDetector[T]()
 	}
 	inf.metrics.id = metricsID(name, res.GroupResource.WithVersion(""))
-	inf.refl = reflector.New[T](src, inf.queue, reflector.Options[T]{
+	ropts := reflector.Options[T]{
 		Name:            name,
 		PageSize:        opts.PageSize,
 		NoWatchList:     opts.NoWatchList || !info.WatchList,
@@ -190,7 +196,11 @@ func NewInformer[T cache.Object](src source.Source[T], opts Options[T]) (*Inform
 		Reported:        func() { inf.kickReporter() },
 
 		WatchIdleTimeout: idleTimeout(opts.WatchIdleTimeout),
-	})
+	}
+	if ws != nil {
+		ropts.Warm, ropts.WarmAccept, ropts.ErrWarm = inf.openSaved, ws.opts.Accept, ErrWarmStart
+	}
+	inf.refl = reflector.New[T](src, inf.queue, ropts)
 	return inf, nil
 }
 
@@ -270,8 +280,16 @@ func (inf *Informer[T]) Run(ctx context.Context) error {
 	if inf.mutations != nil {
 		g.Go(func() error { inf.mutationLoop(gctx); return nil })
 	}
+	if inf.warm != nil && inf.warm.opts.Interval >= 0 {
+		g.Go(func() error { inf.saveLoop(gctx); return nil })
+	}
 	err := g.Wait()
 	inf.queue.Close()
+	if inf.warm != nil {
+		if err := inf.save(true); err != nil {
+			inf.reportAsync(err)
+		}
+	}
 
 	inf.mu.Lock()
 	inf.state = stopped

@@ -147,6 +147,10 @@ type Options[T cache.Object] struct {
 	// (see Shard; package sharding makes them). Default: nil, every
 	// object.
 	Shard Shard
+	// WarmStart, if set, saves the cache to a file and starts from it on
+	// the next run instead of listing (see WarmStart). Default: nil, every
+	// start lists.
+	WarmStart *WarmStart
 }
 
 // DefaultWatchIdleTimeout is the default of Options.WatchIdleTimeout. An API

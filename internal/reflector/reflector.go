@@ -87,6 +87,18 @@ type Options[T cache.Object] struct {
 	// Shard, if set, restricts the reflector to one shard (see Shard).
 	// Default: nil, the whole resource.
 	Shard *Shard[T]
+	// Warm, if set, is called once, before the first list, for a saved
+	// state to start from instead of listing (see warm.go). An error, or
+	// a saved state the server no longer serves, is reported once,
+	// wrapping ErrWarm, and the reflector lists as it would have.
+	Warm func() (Saved[T], error)
+	// WarmAccept bounds how long a warm start waits, once the saved
+	// objects are loaded, for the server to accept the watch from the
+	// saved version. Default: DefaultWarmAccept.
+	WarmAccept time.Duration
+	// ErrWarm is wrapped by the error reported for a warm start given up.
+	// Default: an error of this package.
+	ErrWarm error
 	// Reported, if set, is called after an error was queued for Errors'
 	// reader, so that it need not wait on the channel to learn of it.
 	Reported func()
@@ -142,7 +154,7 @@ type Reflector[T cache.Object] struct {
 	beating      atomic.Bool       // a periodic bookmark arrived: idle watches are stalled
 	idle         atomic.Int64      // watches stopped by the idle timeout
 
-	lists, watches, restarts, watchLists, relists, events, bookmarks, errCount atomic.Int64
+	lists, watches, restarts, watchLists, relists, events, bookmarks, errCount, warmStarts atomic.Int64
 
 	// Moves (shard.go): asked for by Move under mu, taken by Run.
 	shard    shardState[T]
@@ -171,6 +183,12 @@ func New[T cache.Object](src source.Source[T], sink Sink[T], opts Options[T]) *R
 	}
 	if opts.ErrWatchIdle == nil {
 		opts.ErrWatchIdle = errWatchIdle
+	}
+	if opts.WarmAccept <= 0 {
+		opts.WarmAccept = DefaultWarmAccept
+	}
+	if opts.ErrWarm == nil {
+		opts.ErrWarm = errWarm
 	}
 	b := wait.Backoff{Duration: DefaultBackoffInit, Cap: DefaultBackoffMax, Factor: 2, Jitter: 1, Steps: 64}
 	if opts.Backoff != nil {
@@ -224,7 +242,14 @@ func (r *Reflector[T]) Run(ctx context.Context) error {
 		if !r.takeMove(ctx) {
 			break
 		}
-		err := r.listAndWatch(ctx)
+		var err error
+		warmed := false
+		if r.opts.Warm != nil {
+			warmed, err = r.warmStart(ctx)
+		}
+		if !warmed && ctx.Err() == nil {
+			err = r.listAndWatch(ctx)
+		}
 		if ctx.Err() != nil {
 			break
 		}
@@ -260,7 +285,7 @@ func (r *Reflector[T]) Status() Status {
 		Stats: metrics.Stats{
 			Lists: int(r.lists.Load()), Watches: int(r.watches.Load()), WatchRestarts: int(r.restarts.Load()), WatchLists: int(r.watchLists.Load()),
 			Relists: int(r.relists.Load()), Events: int(r.events.Load()), Bookmarks: int(r.bookmarks.Load()),
-			Errors: int(r.errCount.Load()), IdleWatches: int(r.idle.Load()),
+			Errors: int(r.errCount.Load()), IdleWatches: int(r.idle.Load()), WarmStarts: int(r.warmStarts.Load()),
 		},
 		Shard: r.shardStatus(),
 	}

@@ -1,0 +1,180 @@
+package reflector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/fifo"
+	"github.com/typedinformer/informer/source"
+)
+
+// Saved is a saved state of the source, for a warm start (Options.Warm).
+type Saved[T any] interface {
+	// ResourceVersion is the version the saved objects are the state at.
+	ResourceVersion() string
+	// Load hands each saved object to each. An error after some objects
+	// were handed over means they must be dropped.
+	Load(each func(T) error) error
+	// Close releases the saved state.
+	Close() error
+}
+
+// warmProbe is the timeoutSeconds of the watch a warm start opens: a watch
+// cache sends a bookmark two seconds before a watch's deadline (and when a
+// change comes, sooner), so within about two seconds the server has shown
+// that it serves the saved version; one too old it refuses at once (410).
+const warmProbe = 3
+
+// DefaultWarmAccept is the default of Options.WarmAccept.
+const DefaultWarmAccept = 10 * time.Second
+
+// ErrNoSaved is wrapped by the error of an Options.Warm that has no saved
+// state (a first start): the reflector lists without reporting it.
+var ErrNoSaved = errors.New("no saved state")
+
+// errWarm is the default of Options.ErrWarm.
+var errWarm = errors.New("reflector: warm start abandoned")
+
+// probe is what the first watch of a warm start brought: the watch and
+// its first event, or why there is none.
+type probe[T cache.Object] struct {
+	w   source.Watcher[T]
+	ev  source.Event[T]
+	err error
+}
+
+// warmStart tries the saved state of Options.Warm, once: it opens a watch
+// from the saved version and, while the server answers, hands the saved
+// objects to the sink as an open list. The list is closed, at the saved
+// version, only once the watch has brought an event or a bookmark: the
+// server accepted the version, and the watch goes on from there. Anything
+// else (no saved state, a foreign or corrupt one, a 410, no word from the
+// server within Options.WarmAccept) is reported once and leaves the list
+// open, for the list that follows to discard; warmStart then returns
+// false and Run lists as it would have.
+func (r *Reflector[T]) warmStart(ctx context.Context) (bool, error) {
+	warm := r.opts.Warm
+	r.opts.Warm = nil // once
+	saved, err := warm()
+	if errors.Is(err, ErrNoSaved) {
+		klog.FromContext(ctx).V(2).Info("warm start: nothing saved; listing", "err", err)
+		return false, nil
+	}
+	if err != nil {
+		r.warmFailed(ctx, err)
+		return false, nil
+	}
+	defer saved.Close()
+	rv := saved.ResourceVersion()
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	probed := make(chan probe[T], 1)
+	go func() { probed <- r.probe(pctx, rv) }()
+	abandon := func(err error) (bool, error) {
+		cancel()
+		if p := <-probed; p.w != nil {
+			p.w.Stop()
+		}
+		if errors.Is(err, errSinkClosed) || ctx.Err() != nil {
+			return false, nil
+		}
+		r.warmFailed(ctx, err)
+		return false, nil
+	}
+	if err := r.loadSaved(saved); err != nil {
+		return abandon(err)
+	}
+	t := time.NewTimer(r.opts.WarmAccept)
+	defer t.Stop()
+	var p probe[T]
+	select {
+	case <-ctx.Done():
+		return abandon(ctx.Err())
+	case <-t.C:
+		return abandon(fmt.Errorf("the watch from resourceVersion %s brought neither an event nor a bookmark within %v", rv, r.opts.WarmAccept))
+	case p = <-probed:
+	}
+	if p.err != nil {
+		if p.w != nil {
+			p.w.Stop()
+		}
+		probed <- probe[T]{} // for abandon, which waits for the probe
+		return abandon(fmt.Errorf("watch from resourceVersion %s: %w", rv, p.err))
+	}
+	if err := r.pushOne(fifo.Delta[T]{Type: fifo.ReplaceEnd, ResourceVersion: rv}); err != nil {
+		p.w.Stop()
+		return false, nil
+	}
+	r.warmStarts.Add(1)
+	r.setListed(rv)
+	klog.FromContext(ctx).V(2).Info("warm start: the server serves the saved resourceVersion", "resourceVersion", rv)
+	if err := r.apply(p.ev); err != nil {
+		p.w.Stop()
+		if errors.Is(err, errSinkClosed) {
+			return true, nil
+		}
+		return true, err
+	}
+	err = r.watch(ctx, p.w)
+	if errors.Is(err, errSinkClosed) {
+		return true, nil
+	}
+	return true, err
+}
+
+// probe opens the watch of a warm start and waits for its first event.
+func (r *Reflector[T]) probe(ctx context.Context, rv string) probe[T] {
+	r.watches.Add(1)
+	timeout := int64(warmProbe)
+	w, err := r.src.Watch(ctx, r.request(metav1.ListOptions{
+		ResourceVersion: rv, TimeoutSeconds: &timeout, AllowWatchBookmarks: true,
+	}))
+	if err != nil {
+		return probe[T]{err: err}
+	}
+	ev, err := w.Next(ctx)
+	if errors.Is(err, source.ErrWatchClosed) {
+		err = fmt.Errorf("the watch ended without an event or a bookmark: %w", err)
+	}
+	return probe[T]{w: w, ev: ev, err: err}
+}
+
+// loadSaved hands the saved objects to the sink as an open list, in
+// batches, each object through Prepare as a listed one would go.
+func (r *Reflector[T]) loadSaved(saved Saved[T]) error {
+	if err := r.pushOne(fifo.Delta[T]{Type: fifo.ReplaceStart}); err != nil {
+		return err
+	}
+	batch := make([]fifo.Delta[T], 0, min(r.opts.PageSize, maxBatch))
+	flush := func() error {
+		err := r.push(batch)
+		clear(batch)
+		batch = batch[:0]
+		return err
+	}
+	err := saved.Load(func(obj T) error {
+		d, err := r.prepared(fifo.Replaced, obj)
+		if err != nil {
+			return err
+		}
+		if batch = append(batch, d); len(batch) == cap(batch) {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil && len(batch) > 0 {
+		err = flush()
+	}
+	return err
+}
+
+// warmFailed reports, once, why the warm start is given up.
+func (r *Reflector[T]) warmFailed(ctx context.Context, err error) {
+	r.report(ctx, fmt.Errorf("%w, listing instead: %w", r.opts.ErrWarm, reportable(err)))
+}

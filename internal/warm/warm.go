@@ -1,0 +1,379 @@
+// Package warm reads and writes the file an informer saves its cache to
+// for a warm restart (typed.Options.WarmStart).
+//
+// The file is, in order: a magic line, a header (its length as a uvarint,
+// then JSON), the objects (each its length as a uvarint, then its
+// encoding: protobuf for types generated with Marshal and Unmarshal, as
+// those of k8s.io/api are, JSON otherwise), and the SHA-256 of everything
+// before it. A header that is not the reader's (another format version,
+// resource, type, cluster or selector) is refused before any object is
+// read; a wrong checksum, a truncated file or bytes after the checksum are
+// found at the end of Load, and the caller must then drop whatever Load
+// handed it. Save writes a temporary file beside the destination, with mode
+// 0600, syncs it and renames it over the destination: a reader sees the
+// old file or the new one, never half of one.
+package warm
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"time"
+)
+
+// Version is the format version this package writes and reads.
+const Version = 1
+
+// magic starts every file.
+const magic = "typedinformer saved cache\n"
+
+// maxHeader and maxObject bound what a length prefix may claim, so that a
+// damaged length fails as corruption instead of allocating without end.
+const (
+	maxHeader = 1 << 20
+	maxObject = 64 << 20
+)
+
+// Errors of Open and Load.
+var (
+	// ErrForeign: the file was saved by another informer (another
+	// resource, type, cluster, selector or format version).
+	ErrForeign = errors.New("saved cache is another informer's")
+	// ErrCorrupt: the file is truncated, edited or not a saved cache.
+	ErrCorrupt = errors.New("saved cache is corrupt")
+)
+
+// Identity is what a file must match to be loaded.
+type Identity struct {
+	// Resource is the group and resource, as schema.GroupResource
+	// prints it.
+	Resource string `json:"resource"`
+	// Type is the Go type of the objects, with its package path.
+	Type string `json:"type"`
+	// Cluster names the cluster; empty if the user named none.
+	Cluster string `json:"cluster,omitempty"`
+	// Selector is the label and field selectors of the informer's
+	// requests: a cache of another selection is another cache.
+	Selector string `json:"selector,omitempty"`
+	// ManagedFields is whether the objects keep their managedFields.
+	ManagedFields bool `json:"managedFields,omitempty"`
+}
+
+// Header is a file's header.
+type Header struct {
+	Version int `json:"version"`
+	Identity
+	// Encoding is "protobuf" or "json".
+	Encoding string `json:"encoding"`
+	// ResourceVersion is the version the saved objects are the state at.
+	ResourceVersion string `json:"resourceVersion"`
+	// Objects is how many objects follow.
+	Objects int `json:"objects"`
+	// Saved is when the file was written.
+	Saved time.Time `json:"saved"`
+}
+
+// TypeName is the name Identity.Type has for T: its package path and
+// name, the pointer star included.
+func TypeName[T any]() string {
+	t := reflect.TypeFor[T]()
+	star := ""
+	if t.Kind() == reflect.Pointer {
+		t, star = t.Elem(), "*"
+	}
+	return star + t.PkgPath() + "." + t.Name()
+}
+
+// protoMessage is what a generated protobuf type has.
+type protoMessage interface {
+	Size() int
+	MarshalToSizedBuffer([]byte) (int, error)
+	Unmarshal([]byte) error
+}
+
+// encodingOf is the encoding files of T use.
+func encodingOf[T any]() string {
+	var zero T
+	if _, ok := any(zero).(protoMessage); ok {
+		return "protobuf"
+	}
+	return "json"
+}
+
+// Save writes objs, the state at resourceVersion rv, to path for id, and
+// returns the file's size. T must be a pointer type.
+func Save[T any](path string, id Identity, rv string, objs []T) (int64, error) {
+	enc := encodingOf[T]()
+	hdr, err := json.Marshal(Header{Version: Version, Identity: id, Encoding: enc, ResourceVersion: rv, Objects: len(objs), Saved: time.Now().UTC()})
+	if err != nil {
+		return 0, fmt.Errorf("save %s: header: %w", path, err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return 0, fmt.Errorf("save %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err = f.Chmod(0o600); err != nil {
+		return 0, fmt.Errorf("save %s: %w", path, err)
+	}
+	h := sha256.New()
+	bw := bufio.NewWriterSize(io.MultiWriter(f, h), 1<<20)
+	w := &writer{w: bw}
+	w.write([]byte(magic))
+	w.record(hdr)
+	var buf []byte
+	for _, obj := range objs {
+		if buf, err = encode(obj, buf[:0]); err != nil {
+			return 0, fmt.Errorf("save %s: %w", path, err)
+		}
+		w.record(buf)
+	}
+	if err = w.err; err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		_, err = f.Write(h.Sum(nil))
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("save %s: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return 0, fmt.Errorf("save %s: %w", path, err)
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return 0, fmt.Errorf("save %s: %w", path, err)
+	}
+	if d, derr := os.Open(filepath.Dir(path)); derr == nil {
+		d.Sync() // the rename survives a crash; best effort where directories cannot sync
+		d.Close()
+	}
+	return w.n + sha256.Size, nil
+}
+
+// writer writes length-prefixed records, keeping the first error.
+type writer struct {
+	w   *bufio.Writer
+	n   int64
+	err error
+	len [binary.MaxVarintLen64]byte
+}
+
+func (w *writer) write(b []byte) {
+	if w.err != nil {
+		return
+	}
+	var n int
+	n, w.err = w.w.Write(b)
+	w.n += int64(n)
+}
+
+func (w *writer) record(b []byte) {
+	w.write(w.len[:binary.PutUvarint(w.len[:], uint64(len(b)))])
+	w.write(b)
+}
+
+// encode appends obj's encoding to buf.
+func encode[T any](obj T, buf []byte) ([]byte, error) {
+	if m, ok := any(obj).(protoMessage); ok {
+		n := m.Size()
+		if cap(buf) < n {
+			buf = make([]byte, n)
+		}
+		buf = buf[:n]
+		if _, err := m.MarshalToSizedBuffer(buf); err != nil {
+			return nil, fmt.Errorf("encode %T: %w", obj, err)
+		}
+		return buf, nil
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("encode %T: %w", obj, err)
+	}
+	return b, nil
+}
+
+// File is a saved cache opened for loading.
+type File[T any] struct {
+	Header Header
+	f      *os.File
+	r      *bufio.Reader
+	h      hash.Hash
+	path   string
+}
+
+// Open opens the file at path and reads its header; it fails if the file
+// is not a saved cache of id (ErrForeign) or not a saved cache at all
+// (ErrCorrupt). A missing file is an error for which os.IsNotExist holds.
+// The caller must Close the file.
+func Open[T any](path string, id Identity) (*File[T], error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	file := &File[T]{f: f, r: bufio.NewReaderSize(f, 1<<20), h: h, path: path}
+	hdr, err := file.readHeader()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := check(hdr, id, encodingOf[T]()); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	file.Header = hdr
+	return file, nil
+}
+
+func (f *File[T]) readHeader() (Header, error) {
+	m := make([]byte, len(magic))
+	if _, err := io.ReadFull(f.r, m); err != nil || string(m) != magic {
+		return Header{}, fmt.Errorf("%w: not a saved cache", ErrCorrupt)
+	}
+	f.h.Write(m)
+	b, err := f.record(nil, maxHeader)
+	if err != nil {
+		return Header{}, err
+	}
+	var hdr Header
+	if err := json.Unmarshal(b, &hdr); err != nil {
+		return Header{}, fmt.Errorf("%w: header: %w", ErrCorrupt, err)
+	}
+	if hdr.Objects < 0 {
+		return Header{}, fmt.Errorf("%w: header: %d objects", ErrCorrupt, hdr.Objects)
+	}
+	return hdr, nil
+}
+
+// check compares a header with what the reader expects.
+func check(h Header, id Identity, enc string) error {
+	switch {
+	case h.Version != Version:
+		return fmt.Errorf("%w: format version %d, this reader's is %d", ErrForeign, h.Version, Version)
+	case h.Resource != id.Resource:
+		return fmt.Errorf("%w: resource %q, want %q", ErrForeign, h.Resource, id.Resource)
+	case h.Type != id.Type:
+		return fmt.Errorf("%w: type %q, want %q", ErrForeign, h.Type, id.Type)
+	case h.Cluster != id.Cluster:
+		return fmt.Errorf("%w: cluster %q, want %q", ErrForeign, h.Cluster, id.Cluster)
+	case h.Selector != id.Selector:
+		return fmt.Errorf("%w: selector %q, want %q", ErrForeign, h.Selector, id.Selector)
+	case h.ManagedFields != id.ManagedFields:
+		return fmt.Errorf("%w: managedFields kept %v, want %v", ErrForeign, h.ManagedFields, id.ManagedFields)
+	case h.Encoding != enc:
+		return fmt.Errorf("%w: encoding %q, want %q", ErrForeign, h.Encoding, enc)
+	case h.ResourceVersion == "":
+		return fmt.Errorf("%w: no resourceVersion", ErrCorrupt)
+	}
+	return nil
+}
+
+// record reads one length-prefixed record into buf, hashing it.
+func (f *File[T]) record(buf []byte, limit uint64) ([]byte, error) {
+	var lb [binary.MaxVarintLen64]byte
+	n := 0
+	for {
+		c, err := f.r.ReadByte()
+		if err != nil {
+			return nil, fmt.Errorf("%w: truncated", ErrCorrupt)
+		}
+		if n == len(lb) {
+			return nil, fmt.Errorf("%w: bad length", ErrCorrupt)
+		}
+		lb[n] = c
+		n++
+		if c < 0x80 {
+			break
+		}
+	}
+	l, k := binary.Uvarint(lb[:n])
+	if k <= 0 || l > limit {
+		return nil, fmt.Errorf("%w: bad length", ErrCorrupt)
+	}
+	f.h.Write(lb[:n])
+	if uint64(cap(buf)) < l {
+		buf = make([]byte, l)
+	}
+	buf = buf[:l]
+	if _, err := io.ReadFull(f.r, buf); err != nil {
+		return nil, fmt.Errorf("%w: truncated", ErrCorrupt)
+	}
+	f.h.Write(buf)
+	return buf, nil
+}
+
+// Load decodes the objects and hands each to each, in the order they were
+// saved, then checks the checksum. An error of each ends it with that
+// error; any other error wraps ErrCorrupt, and may come after objects
+// were handed over: the caller must then drop them.
+func (f *File[T]) Load(each func(T) error) error {
+	var buf []byte
+	for i := range f.Header.Objects {
+		var err error
+		if buf, err = f.record(buf, maxObject); err != nil {
+			return fmt.Errorf("%s: object %d: %w", f.path, i, err)
+		}
+		obj, err := decode[T](buf)
+		if err != nil {
+			return fmt.Errorf("%s: object %d: %w: %w", f.path, i, ErrCorrupt, err)
+		}
+		if err := each(obj); err != nil {
+			return err
+		}
+	}
+	var sum [sha256.Size]byte
+	if _, err := io.ReadFull(f.r, sum[:]); err != nil {
+		return fmt.Errorf("%s: %w: truncated checksum", f.path, ErrCorrupt)
+	}
+	if !bytes.Equal(sum[:], f.h.Sum(nil)) {
+		return fmt.Errorf("%s: %w: checksum mismatch", f.path, ErrCorrupt)
+	}
+	if _, err := f.r.ReadByte(); err != io.EOF {
+		return fmt.Errorf("%s: %w: bytes after the checksum", f.path, ErrCorrupt)
+	}
+	return nil
+}
+
+// Close closes the file.
+func (f *File[T]) Close() error { return f.f.Close() }
+
+// decode decodes one object of T, a pointer type.
+func decode[T any](b []byte) (T, error) {
+	var zero T
+	rt := reflect.TypeFor[T]()
+	if rt.Kind() != reflect.Pointer {
+		return zero, fmt.Errorf("decode: %v is not a pointer type", rt)
+	}
+	obj, ok := reflect.New(rt.Elem()).Interface().(T)
+	if !ok {
+		return zero, fmt.Errorf("decode: cannot make a %v", rt)
+	}
+	if m, ok := any(obj).(protoMessage); ok {
+		if err := m.Unmarshal(b); err != nil {
+			return zero, err
+		}
+		return obj, nil
+	}
+	if err := json.Unmarshal(b, obj); err != nil {
+		return zero, err
+	}
+	return obj, nil
+}
