@@ -31,11 +31,10 @@ import (
 // start, not an error.
 //
 // Handlers see a warm start as they see a list: an add for every object.
-// The server confirms a saved version within about two seconds when it
-// serves watches from its watch cache (the default), which sends a
-// bookmark shortly before a watch's deadline; an API server running
-// with --watch-cache=false sends none, so its warm starts wait Accept and
-// then list.
+// The server accepts the saved version by sending what changed since, a
+// bookmark, or nothing until the warm start's one-second watch ends
+// cleanly; a source that says nothing and never ends the watch (client-go's
+// fake clientset) is given Accept, then the informer lists.
 //
 // Loaded objects pass through Options.Transform again, as listed ones
 // do: it must accept objects it already transformed. The file has mode

@@ -25,11 +25,18 @@ type Saved[T any] interface {
 	Close() error
 }
 
-// warmProbe is the timeoutSeconds of the watch a warm start opens: a watch
-// cache sends a bookmark two seconds before a watch's deadline (and when a
-// change comes, sooner), so within about two seconds the server has shown
-// that it serves the saved version; one too old it refuses at once (410).
-const warmProbe = 3
+// warmProbe is the timeoutSeconds of the watch a warm start opens. A
+// server that no longer has the saved version refuses the watch at once
+// (410 Gone, or an error for a version newer than it has); one that has
+// it sends what changed since, or nothing: then the watch ends cleanly at
+// its deadline, which accepts the version as surely as an event does. A
+// short timeout makes that answer quick when nothing changed.
+const warmProbe = 1
+
+// warmClean is how long the probe must have lasted for a clean end to
+// count as the server's acceptance: a watch closed sooner was not served
+// to its deadline.
+const warmClean = 700 * time.Millisecond
 
 // DefaultWarmAccept is the default of Options.WarmAccept.
 const DefaultWarmAccept = 10 * time.Second
@@ -47,6 +54,8 @@ type probe[T cache.Object] struct {
 	w   source.Watcher[T]
 	ev  source.Event[T]
 	err error
+	// served: the watch ended cleanly at its deadline, with no event.
+	served bool
 }
 
 // warmStart tries the saved state of Options.Warm, once: it opens a watch
@@ -114,6 +123,14 @@ func (r *Reflector[T]) warmStart(ctx context.Context) (bool, error) {
 	r.warmStarts.Add(1)
 	r.setListed(rv)
 	klog.FromContext(ctx).V(2).Info("warm start: the server serves the saved resourceVersion", "resourceVersion", rv)
+	if p.served {
+		p.w.Stop()
+		err = r.watch(ctx, nil)
+		if errors.Is(err, errSinkClosed) {
+			return true, nil
+		}
+		return true, err
+	}
 	if err := r.apply(p.ev); err != nil {
 		p.w.Stop()
 		if errors.Is(err, errSinkClosed) {
@@ -138,9 +155,13 @@ func (r *Reflector[T]) probe(ctx context.Context, rv string) probe[T] {
 	if err != nil {
 		return probe[T]{err: err}
 	}
+	start := time.Now()
 	ev, err := w.Next(ctx)
 	if errors.Is(err, source.ErrWatchClosed) {
-		err = fmt.Errorf("the watch ended without an event or a bookmark: %w", err)
+		if took := time.Since(start); took >= warmClean && ctx.Err() == nil {
+			return probe[T]{w: w, served: true}
+		}
+		err = fmt.Errorf("the watch ended at once, without an event: %w", err)
 	}
 	return probe[T]{w: w, ev: ev, err: err}
 }
