@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/rest"
@@ -93,6 +94,26 @@ type Options struct {
 	// type refuses the object as typed.Options.Transform's would.
 	// Default: nil.
 	Transform func(Object) (Object, error)
+	// FollowDiscovery makes the informers over the config (not those of
+	// a registered source or a clientset) follow what the server serves:
+	// InformerFor a kind the server does not serve yet (a CRD not
+	// installed) returns an informer that waits for it, and an informer
+	// whose kind goes away (the CRD deleted) parks rather than retrying.
+	// A parked informer reports once, an error wrapping ErrNotServed, and
+	// sends no request but one discovery lookup of its group version
+	// every DiscoveryInterval, shared by the factory's informers of that
+	// group version; once discovery lists the kind again, it lists and
+	// watches again and its cache follows the server's. While parked it
+	// keeps the objects it had (a CRD's deletion deletes its objects
+	// first, so the cache has seen them go), its Status holds the
+	// ErrNotServed, and WaitForSync waits on. Release it as any informer:
+	// the last release stops it. Default: false, a kind not served fails
+	// InformerFor and a removed one is retried with backoff, as NotFound.
+	FollowDiscovery bool
+	// DiscoveryInterval is how often a parked informer looks its group
+	// version up. Default (0): DefaultDiscoveryInterval; it must not be
+	// negative.
+	DiscoveryInterval time.Duration
 }
 
 // Object is what a factory-wide Transform gets and returns: any API
@@ -120,6 +141,7 @@ type Factory struct {
 	sources   map[reflect.Type]any // func(Scope) (source.Source[T], error), by T
 	defaults  map[reflect.Type]any // typed.Options[T], by T (Defaults)
 	followers []*follower
+	checks    *discoveryChecks // FollowDiscovery's lookups; nil without it
 	// clientsets serve the types without a source (NewForClientsets).
 	clientsets []clientset
 	group      *errgroup.Group
@@ -165,6 +187,9 @@ func New(cfg *rest.Config, opts Options) (*Factory, error) {
 	case n > 0:
 		f.sem = semaphore.NewWeighted(int64(n))
 	}
+	if opts.DiscoveryInterval < 0 {
+		return nil, fmt.Errorf("factory: Options.DiscoveryInterval is %v, want 0 or more", opts.DiscoveryInterval)
+	}
 	if cfg == nil {
 		return f, nil
 	}
@@ -174,6 +199,13 @@ func New(cfg *rest.Config, opts Options) (*Factory, error) {
 			return nil, fmt.Errorf("factory: New: HTTP client: %w", err)
 		}
 		f.client = hc
+	}
+	if opts.FollowDiscovery {
+		dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, f.client)
+		if err != nil {
+			return nil, fmt.Errorf("factory: New: discovery client: %w", err)
+		}
+		f.checks = &discoveryChecks{client: dc.RESTClient(), gvs: map[schema.GroupVersion]*gvCheck{}}
 	}
 	if f.mapper == nil {
 		dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, f.client)
@@ -270,4 +302,12 @@ func (f *Factory) WaitForSync(ctx context.Context) error {
 		return fmt.Errorf("factory: informers not synced:\n%w", err)
 	}
 	return nil
+}
+
+// discoveryInterval is Options.DiscoveryInterval or its default.
+func (f *Factory) discoveryInterval() time.Duration {
+	if f.opts.DiscoveryInterval > 0 {
+		return f.opts.DiscoveryInterval
+	}
+	return DefaultDiscoveryInterval
 }

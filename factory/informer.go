@@ -347,16 +347,35 @@ func sourceFor[T cache.Object](f *Factory, s Scope, newSource any, keepManagedFi
 // the factory's config; one per namespace of a set), bounded by the
 // factory's list permits, with opts (optionsFor) and the scope's own.
 func newShared[T cache.Object](f *Factory, k key, s Scope, newSource any, opts typed.Options[T]) (*shared[T], error) {
-	var src source.Source[T]
-	var err error
-	if s.Namespaces != nil {
-		src, err = source.InNamespaces(s.Namespaces, func(ns string) (source.Source[T], error) {
-			one := s
-			one.Namespace, one.Namespaces = ns, nil
-			return sourceFor[T](f, one, newSource, opts.KeepManagedFields)
-		})
-	} else {
-		src, err = sourceFor[T](f, s, newSource, opts.KeepManagedFields)
+	build := func() (source.Source[T], error) {
+		var src source.Source[T]
+		var err error
+		if s.Namespaces != nil {
+			src, err = source.InNamespaces(s.Namespaces, func(ns string) (source.Source[T], error) {
+				one := s
+				one.Namespace, one.Namespaces = ns, nil
+				return sourceFor[T](f, one, newSource, opts.KeepManagedFields)
+			})
+		} else {
+			src, err = sourceFor[T](f, s, newSource, opts.KeepManagedFields)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return limit(src, f.sem), nil
+	}
+	src, err := build()
+	if f.checks != nil && newSource == nil && (err == nil || meta.IsNoMatchError(err)) {
+		// Over the config, following discovery: a kind not served yet
+		// makes a parked informer rather than an error.
+		gvk, kerr := source.KindOf[T](source.RESTOptions{Scheme: f.opts.Scheme})
+		if kerr != nil {
+			return nil, kerr
+		}
+		if err != nil {
+			src = nil
+		}
+		src, err = follow(f, gvk, src, build, opts.KeepManagedFields), nil
 	}
 	if err != nil {
 		return nil, err
@@ -370,7 +389,7 @@ func newShared[T cache.Object](f *Factory, k key, s Scope, newSource any, opts t
 	opts.LabelSelector, opts.FieldSelector = k.labels, k.fields
 	opts.TweakListOptions = s.Tweak
 	opts.Shard = s.Shard
-	inf, err := typed.NewInformer(limit(src, f.sem), opts)
+	inf, err := typed.NewInformer(src, opts)
 	if err != nil {
 		return nil, err
 	}

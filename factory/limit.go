@@ -47,12 +47,32 @@ type limitedSource[T cache.Object] struct {
 	sem *semaphore.Weighted
 }
 
-// limit wraps src; a nil sem means no bound and returns src itself.
+// limit wraps src; a nil sem means no bound and returns src itself. An
+// ItemLister stays one.
 func limit[T cache.Object](src source.Source[T], sem *semaphore.Weighted) source.Source[T] {
 	if sem == nil {
 		return src
 	}
-	return &limitedSource[T]{src: src, sem: sem}
+	l := &limitedSource[T]{src: src, sem: sem}
+	if il, ok := src.(source.ItemLister[T]); ok {
+		return &limitedItems[T]{limitedSource: l, il: il}
+	}
+	return l
+}
+
+// limitedItems is a bounded source.ItemLister.
+type limitedItems[T cache.Object] struct {
+	*limitedSource[T]
+	il source.ItemLister[T]
+}
+
+// ListItems implements source.ItemLister: one page under one permit.
+func (l *limitedItems[T]) ListItems(ctx context.Context, opts metav1.ListOptions, yield func(T) error) (source.List[T], error) {
+	if err := l.acquire(ctx, source.PhaseList); err != nil {
+		return source.List[T]{}, err
+	}
+	defer l.sem.Release(1)
+	return l.il.ListItems(ctx, opts, yield)
 }
 
 // acquire takes a permit, or fails with ctx's error in an *source.Error of

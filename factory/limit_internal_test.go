@@ -198,3 +198,44 @@ func TestLimitWaitEndsWithContext(t *testing.T) {
 		}
 	}
 }
+
+// itemStub is a stubSource that lists item by item, recording whether it
+// held a permit while it did.
+type itemStub struct {
+	stubSource
+	sem  *semaphore.Weighted
+	held bool
+}
+
+func (s *itemStub) ListItems(_ context.Context, _ metav1.ListOptions, yield func(*corev1.Pod) error) (source.List[*corev1.Pod], error) {
+	s.held = !s.sem.TryAcquire(1)
+	if !s.held {
+		s.sem.Release(1)
+	}
+	return source.List[*corev1.Pod]{}, yield(&corev1.Pod{})
+}
+
+// A bounded ItemLister stays one (an informer of the factory lists a
+// whole LIST body item by item), and its ListItems takes a permit; a
+// source that is not one does not become one.
+func TestLimitKeepsItemLister(t *testing.T) {
+	sem := semaphore.NewWeighted(1)
+	stub := &itemStub{sem: sem}
+	il, ok := limit[*corev1.Pod](stub, sem).(source.ItemLister[*corev1.Pod])
+	if !ok {
+		t.Fatal("limit of an ItemLister is not one")
+	}
+	n := 0
+	if _, err := il.ListItems(t.Context(), metav1.ListOptions{}, func(*corev1.Pod) error { n++; return nil }); err != nil || n != 1 {
+		t.Fatalf("ListItems: %v, %d items, want 1", err, n)
+	}
+	if !stub.held {
+		t.Error("ListItems ran without a permit")
+	}
+	if !sem.TryAcquire(1) {
+		t.Error("the permit was not given back")
+	}
+	if _, ok := limit[*corev1.Pod](&stubSource{}, sem).(source.ItemLister[*corev1.Pod]); ok {
+		t.Error("limit of a plain source is an ItemLister")
+	}
+}

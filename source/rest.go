@@ -235,6 +235,18 @@ func newObjectFunc[T cache.Object]() (func() T, error) {
 // GroupVersionKind cannot be told.
 var ErrUnknownKind = errors.New("source: unknown kind")
 
+// KindOf returns the GroupVersionKind FromConfig lists for T with opts:
+// opts.GroupVersionKind, else the kind opts.Scheme registered T (or the
+// type T projects) as, else a built-in type's own. It fails, wrapping
+// ErrUnknownKind or ErrBadProjection, where FromConfig would.
+func KindOf[T cache.Object](opts RESTOptions) (schema.GroupVersionKind, error) {
+	typed, _, err := projectionOf[T](opts)
+	if err != nil {
+		return schema.GroupVersionKind{}, err
+	}
+	return kindOf(typed, opts)
+}
+
 // kindOf returns the GroupVersionKind of obj's type: opts.GroupVersionKind,
 // the one kind opts.Scheme registered it as, or a built-in type's own.
 func kindOf(obj runtime.Object, opts RESTOptions) (schema.GroupVersionKind, error) {

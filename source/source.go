@@ -159,6 +159,13 @@ var (
 	// an informer reports for a source that panicked in List, Watch or
 	// Next; the informer retries after a backoff, as for any failure.
 	ErrPanic = errors.New("source: panicked")
+	// ErrParked is wrapped by the error of a source that cannot serve now
+	// and says so once: its next List or Watch waits, itself, until it
+	// can go on (a resource that is not served, waiting for discovery to
+	// list it again). A consumer reports the error and calls again at
+	// once, without a backoff: the wait is the source's, and ends as soon
+	// as the source can serve.
+	ErrParked = errors.New("source: parked")
 )
 
 // As converts an untyped object into a T. It is the one checked conversion

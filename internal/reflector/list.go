@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/fifo"
 	"github.com/typedinformer/informer/source"
 )
@@ -144,28 +145,47 @@ func (r *Reflector[T]) listPage(ctx context.Context, opts metav1.ListOptions) (s
 	if !ok || r.shard.current.Load() != nil {
 		return r.src.List(ctx, opts)
 	}
-	batch := make([]fifo.Delta[T], 0, min(r.opts.PageSize, maxBatch))
-	flush := func() error {
-		err := r.push(batch)
-		clear(batch) // the queue has them: drop this goroutine's references
-		batch = batch[:0]
-		return err
-	}
-	page, err := il.ListItems(ctx, opts, func(obj T) error {
-		d, err := r.prepared(fifo.Replaced, obj)
-		if err != nil {
-			return err
-		}
-		if batch = append(batch, d); len(batch) == cap(batch) {
-			return flush()
-		}
-		return nil
-	})
-	if err == nil && len(batch) > 0 {
-		err = flush()
+	b := r.newBatcher()
+	page, err := il.ListItems(ctx, opts, b.add)
+	if err == nil {
+		err = b.flush()
 	}
 	return page, err
 }
 
-// maxBatch bounds the batches listPage pushes, whatever the page size.
+// maxBatch bounds the batches a batcher pushes, whatever the page size.
 const maxBatch = 1000
+
+// batcher hands listed objects to the sink in batches of PageSize (at
+// most maxBatch), each through Prepare, as a list item goes.
+type batcher[T cache.Object] struct {
+	r     *Reflector[T]
+	batch []fifo.Delta[T]
+}
+
+func (r *Reflector[T]) newBatcher() *batcher[T] {
+	return &batcher[T]{r: r, batch: make([]fifo.Delta[T], 0, min(r.opts.PageSize, maxBatch))}
+}
+
+// add prepares obj and pushes the batch once it is full.
+func (b *batcher[T]) add(obj T) error {
+	d, err := b.r.prepared(fifo.Replaced, obj)
+	if err != nil {
+		return err
+	}
+	if b.batch = append(b.batch, d); len(b.batch) == cap(b.batch) {
+		return b.flush()
+	}
+	return nil
+}
+
+// flush pushes what the batch holds, if anything.
+func (b *batcher[T]) flush() error {
+	if len(b.batch) == 0 {
+		return nil
+	}
+	err := b.r.push(b.batch)
+	clear(b.batch) // the queue has them: drop this goroutine's references
+	b.batch = b.batch[:0]
+	return err
+}

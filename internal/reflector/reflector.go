@@ -260,6 +260,10 @@ func (r *Reflector[T]) Run(ctx context.Context) error {
 			}
 			r.report(ctx, reportable(err))
 		}
+		if errors.Is(err, source.ErrParked) {
+			r.backoff = r.initial // the source waits itself, and serves again from scratch
+			continue
+		}
 		if r.movePending() {
 			continue // a move lists its new shard at once
 		}

@@ -172,27 +172,11 @@ func (r *Reflector[T]) loadSaved(saved Saved[T]) error {
 	if err := r.pushOne(fifo.Delta[T]{Type: fifo.ReplaceStart}); err != nil {
 		return err
 	}
-	batch := make([]fifo.Delta[T], 0, min(r.opts.PageSize, maxBatch))
-	flush := func() error {
-		err := r.push(batch)
-		clear(batch)
-		batch = batch[:0]
+	b := r.newBatcher()
+	if err := saved.Load(b.add); err != nil {
 		return err
 	}
-	err := saved.Load(func(obj T) error {
-		d, err := r.prepared(fifo.Replaced, obj)
-		if err != nil {
-			return err
-		}
-		if batch = append(batch, d); len(batch) == cap(batch) {
-			return flush()
-		}
-		return nil
-	})
-	if err == nil && len(batch) > 0 {
-		err = flush()
-	}
-	return err
+	return b.flush()
 }
 
 // warmFailed reports, once, why the warm start is given up.

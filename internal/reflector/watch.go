@@ -41,6 +41,10 @@ func (r *Reflector[T]) watch(ctx context.Context, w source.Watcher[T]) error {
 				return r.unavailable(ctx, err)
 			case err != nil:
 				r.report(ctx, err)
+				if errors.Is(err, source.ErrParked) {
+					r.backoff = r.initial // not a failure of the source: it waits, and serves again from scratch
+					continue
+				}
 				if !r.sleep(ctx) {
 					return nil
 				}

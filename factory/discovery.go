@@ -1,0 +1,271 @@
+package factory
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+
+	"github.com/typedinformer/informer/cache"
+	"github.com/typedinformer/informer/source"
+)
+
+// DefaultDiscoveryInterval is how often a parked informer's group version
+// is looked up when Options.DiscoveryInterval is 0.
+const DefaultDiscoveryInterval = time.Second
+
+// ErrNotServed is wrapped by the error a following informer reports once
+// when it parks (Options.FollowDiscovery): the server does not serve its
+// kind, because a CRD is not installed yet or was removed. It wraps
+// source.ErrParked: the informer's next request waits for the kind
+// rather than backing off.
+var ErrNotServed = fmt.Errorf("factory: kind not served (%w)", source.ErrParked)
+
+// followed is the source of an informer that follows discovery: it lists
+// and watches through the source over the config while the server serves
+// the kind, and parks while it does not. The first request that finds
+// the kind gone (404) fails once with ErrNotServed, which the informer
+// reports; every later request waits, sending nothing but one discovery
+// lookup of the group version per interval, until discovery lists the kind
+// and a request of a new source over it no longer gets a 404. A request
+// that waits holds no list permit: the source it resolves is the one
+// bounded by the factory's permits.
+type followed[T cache.Object] struct {
+	gvk     schema.GroupVersionKind
+	checks  *discoveryChecks
+	every   time.Duration
+	resolve func() (source.Source[T], error) // a source over the kind's current mapping
+	info    source.Info
+
+	mu   sync.Mutex
+	cur  source.Source[T] // nil while parked
+	told bool             // ErrNotServed was returned for this park
+}
+
+// follow wraps src, the source of kind gvk over the config, or nil if the
+// kind was not served when the informer was made.
+func follow[T cache.Object](f *Factory, gvk schema.GroupVersionKind, src source.Source[T], resolve func() (source.Source[T], error), keepManagedFields bool) *followed[T] {
+	s := &followed[T]{gvk: gvk, checks: f.checks, every: f.discoveryInterval(), resolve: resolve, cur: src}
+	if src != nil {
+		s.info = src.Info()
+	} else {
+		// Named as the server will most likely name it; the scope is told
+		// from the objects (cache.ScopeUnknown) until then.
+		plural, _ := meta.UnsafeGuessKindToResource(gvk)
+		s.info = source.Info{Resource: source.Resource{GroupResource: plural.GroupResource()},
+			WatchList: true, Exclusive: true, NoManagedFields: !keepManagedFields}
+	}
+	return s
+}
+
+// Info implements source.Source: the source's at construction, or, for a
+// kind not served then, what the source over it will be.
+func (s *followed[T]) Info() source.Info { return s.info }
+
+// List implements source.Source.
+func (s *followed[T]) List(ctx context.Context, opts metav1.ListOptions) (source.List[T], error) {
+	return call(ctx, s, source.PhaseList, func(src source.Source[T]) (source.List[T], error) { return src.List(ctx, opts) })
+}
+
+// ListItems implements source.ItemLister, through the current source's
+// ListItems, or its List if it has none.
+func (s *followed[T]) ListItems(ctx context.Context, opts metav1.ListOptions, yield func(T) error) (source.List[T], error) {
+	return call(ctx, s, source.PhaseList, func(src source.Source[T]) (source.List[T], error) {
+		if il, ok := src.(source.ItemLister[T]); ok {
+			return il.ListItems(ctx, opts, yield)
+		}
+		l, err := src.List(ctx, opts)
+		if err != nil {
+			return l, err
+		}
+		for _, item := range l.Items {
+			if err := yield(item); err != nil {
+				return source.List[T]{}, err
+			}
+		}
+		l.Items = nil
+		return l, nil
+	})
+}
+
+// Watch implements source.Source; a 404 in the stream parks the source too.
+func (s *followed[T]) Watch(ctx context.Context, opts metav1.ListOptions) (source.Watcher[T], error) {
+	return call(ctx, s, source.PhaseWatchStart, func(src source.Source[T]) (source.Watcher[T], error) {
+		w, err := src.Watch(ctx, opts)
+		if err != nil || w == nil {
+			return w, err
+		}
+		return &followedWatcher[T]{w: w, s: s, src: src}, nil
+	})
+}
+
+// call runs fn on the current source, parking on a 404 as followed says.
+func call[T cache.Object, R any](ctx context.Context, s *followed[T], p source.Phase, fn func(source.Source[T]) (R, error)) (R, error) {
+	var zero R
+	s.mu.Lock()
+	src, told := s.cur, s.told
+	if src == nil && !told {
+		s.told = true
+	}
+	s.mu.Unlock()
+	if src != nil {
+		r, err := fn(src)
+		if !apierrors.IsNotFound(err) {
+			return r, err
+		}
+		return zero, s.park(src, p, err)
+	}
+	if !told {
+		return zero, s.notServed(p, nil)
+	}
+	for {
+		if err := s.waitServed(ctx); err != nil {
+			return zero, &source.Error{Phase: p, Err: fmt.Errorf("%w: waiting for %v to be served: %w", ErrNotServed, s.gvk, err)}
+		}
+		src, err := s.resolve()
+		if meta.IsNoMatchError(err) {
+			continue // discovery is ahead of the factory's mapper: next lookup
+		}
+		if err != nil {
+			return zero, err
+		}
+		r, err := fn(src)
+		if apierrors.IsNotFound(err) {
+			continue // served in discovery, not yet (or no more) by its handler: stay parked, quietly
+		}
+		s.mu.Lock()
+		s.cur, s.told = src, false
+		s.mu.Unlock()
+		return r, err
+	}
+}
+
+// park drops src, the source that got the 404 err, and returns the one
+// error of the park.
+func (s *followed[T]) park(src source.Source[T], p source.Phase, err error) error {
+	s.mu.Lock()
+	first := s.cur == src
+	if first {
+		s.cur, s.told = nil, true
+	}
+	s.mu.Unlock()
+	if !first { // another request parked it and said so
+		return &source.Error{Phase: p, Err: fmt.Errorf("%w: %v", ErrNotServed, s.gvk)}
+	}
+	return s.notServed(p, err)
+}
+
+// notServed is the error a park is reported with, once. It does not wrap
+// the server's 404: a following informer goes on waiting for its kind
+// (an informer's WaitForSync ends at once on NotFound).
+func (s *followed[T]) notServed(p source.Phase, cause error) error {
+	why := "not served"
+	if cause != nil {
+		why = fmt.Sprintf("no longer served (%v)", cause)
+	}
+	return &source.Error{Phase: p, Err: fmt.Errorf("%w: %v is %s: parked, looking it up in discovery every %v", ErrNotServed, s.gvk, why, s.every)}
+}
+
+// waitServed returns once discovery lists the kind, looking every
+// interval, with a tenth of jitter, the first time after one interval.
+func (s *followed[T]) waitServed(ctx context.Context) error {
+	for {
+		d := s.every + time.Duration(rand.Int64N(int64(s.every)/10+1))
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		if s.checks.serves(ctx, s.gvk, s.every/2) {
+			return nil
+		}
+	}
+}
+
+// followedWatcher parks its source on a 404 in the stream.
+type followedWatcher[T cache.Object] struct {
+	w   source.Watcher[T]
+	s   *followed[T]
+	src source.Source[T]
+}
+
+func (w *followedWatcher[T]) Next(ctx context.Context) (source.Event[T], error) {
+	ev, err := w.w.Next(ctx)
+	if apierrors.IsNotFound(err) {
+		return ev, w.s.park(w.src, source.PhaseWatch, err)
+	}
+	return ev, err
+}
+
+func (w *followedWatcher[T]) Stop() { w.w.Stop() }
+
+// discoveryChecks looks up group versions in discovery for the factory's
+// parked informers: one request per group version for all of them, at
+// most once in a while.
+type discoveryChecks struct {
+	client rest.Interface // the discovery client's
+	mu     sync.Mutex
+	gvs    map[schema.GroupVersion]*gvCheck
+}
+
+type gvCheck struct {
+	mu    sync.Mutex // held during the lookup: the others wait for its answer
+	at    time.Time
+	kinds []string // served with list and watch
+}
+
+// serves reports whether discovery lists kind gvk with the verbs an
+// informer needs, from a lookup at most fresh old. A failed lookup is
+// "no": the informer stays parked and looks again later.
+func (d *discoveryChecks) serves(ctx context.Context, gvk schema.GroupVersionKind, fresh time.Duration) bool {
+	gv := gvk.GroupVersion()
+	d.mu.Lock()
+	c := d.gvs[gv]
+	if c == nil {
+		c = &gvCheck{}
+		d.gvs[gv] = c
+	}
+	d.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Since(c.at) >= fresh {
+		c.kinds, c.at = d.lookup(ctx, gv), time.Now()
+	}
+	return slices.Contains(c.kinds, gvk.Kind)
+}
+
+// lookup reads the resources of gv; none if it is not served.
+func (d *discoveryChecks) lookup(ctx context.Context, gv schema.GroupVersion) []string {
+	path := "/apis/" + gv.String()
+	if gv.Group == "" {
+		path = "/api/" + gv.Version
+	}
+	body, err := d.client.Get().AbsPath(path).Do(ctx).Raw()
+	if err != nil {
+		return nil
+	}
+	var list metav1.APIResourceList
+	if json.Unmarshal(body, &list) != nil {
+		return nil
+	}
+	var kinds []string
+	for _, r := range list.APIResources {
+		if !slices.Contains(r.Verbs, "list") || !slices.Contains(r.Verbs, "watch") || strings.Contains(r.Name, "/") {
+			continue // a subresource, or not for informers
+		}
+		kinds = append(kinds, r.Kind)
+	}
+	return kinds
+}
