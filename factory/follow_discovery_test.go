@@ -41,7 +41,7 @@ type gate struct {
 	requests atomic.Int64 // every request
 }
 
-func newGate(t *testing.T, ps *podserver.Server) *gate {
+func newGate(ps *podserver.Server) *gate {
 	g := &gate{}
 	g.gen, g.end = context.WithCancel(context.Background())
 	up, _ := url.Parse(ps.URL)
@@ -76,12 +76,14 @@ func newGate(t *testing.T, ps *podserver.Server) *gate {
 		defer stop()
 		proxy.ServeHTTP(w, r.WithContext(ctx))
 	}))
-	t.Cleanup(func() {
-		g.close()
-		g.srv.CloseClientConnections()
-		g.srv.Close()
-	})
 	return g
+}
+
+// Close cuts what is in flight and stops the server.
+func (g *gate) Close() {
+	g.close()
+	g.srv.CloseClientConnections()
+	g.srv.Close()
 }
 
 func (g *gate) setOpen() {
@@ -107,7 +109,8 @@ func (g *gate) close() {
 func TestFollowDiscovery(t *testing.T) {
 	fake := sourcetest.NewFake(sourcetest.FakeOptions[*corev1.Pod]{})
 	ps := podserver.New(t, fake)
-	g := newGate(t, ps)
+	g := newGate(ps)
+	t.Cleanup(g.Close)
 	var reports atomic.Int64
 	var mu sync.Mutex
 	var last error
