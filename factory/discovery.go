@@ -128,8 +128,10 @@ func call[T cache.Object, R any](ctx context.Context, s *followed[T], p source.P
 	if !told {
 		return zero, s.notServed(p, nil)
 	}
+	wait, gone := s.every, false
 	for {
-		if err := s.waitServed(ctx); err != nil {
+		var err error
+		if gone, err = s.waitServed(ctx, wait, gone); err != nil {
 			return zero, &source.Error{Phase: p, Err: fmt.Errorf("%w: waiting for %v to be served: %w", ErrNotServed, s.gvk, err)}
 		}
 		src, err := s.resolve()
@@ -141,7 +143,17 @@ func call[T cache.Object, R any](ctx context.Context, s *followed[T], p source.P
 		}
 		r, err := fn(src)
 		if apierrors.IsNotFound(err) {
-			continue // served in discovery, not yet (or no more) by its handler: stay parked, quietly
+			// Listed in discovery, not served by its handler: stay parked,
+			// quietly. After discovery said "gone", the kind is coming back
+			// (its handler starts a moment after discovery lists it): look
+			// again soon. Otherwise discovery has not caught up with the
+			// removal yet: look again later and later.
+			if gone {
+				wait = s.every / 5
+			} else {
+				wait = min(2*wait, 16*s.every)
+			}
+			continue
 		}
 		s.mu.Lock()
 		s.cur, s.told = src, false
@@ -176,21 +188,22 @@ func (s *followed[T]) notServed(p source.Phase, cause error) error {
 	return &source.Error{Phase: p, Err: fmt.Errorf("%w: %v is %s: parked, looking it up in discovery every %v", ErrNotServed, s.gvk, why, s.every)}
 }
 
-// waitServed returns once discovery lists the kind, looking every
-// interval, with a tenth of jitter, the first time after one interval.
-func (s *followed[T]) waitServed(ctx context.Context) error {
+// waitServed returns once discovery lists the kind, looking first after
+// wait, then every interval, each with a tenth of jitter; gone tells
+// whether discovery said the kind was not served, this time or before.
+func (s *followed[T]) waitServed(ctx context.Context, wait time.Duration, gone bool) (bool, error) {
 	for {
-		d := s.every + time.Duration(rand.Int64N(int64(s.every)/10+1))
-		t := time.NewTimer(d)
+		t := time.NewTimer(wait + time.Duration(rand.Int64N(int64(wait)/10+1)))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return ctx.Err()
+			return gone, ctx.Err()
 		case <-t.C:
 		}
-		if s.checks.serves(ctx, s.gvk, s.every/2) {
-			return nil
+		if s.checks.serves(ctx, s.gvk, min(wait, s.every)/2) {
+			return gone, nil
 		}
+		wait, gone = s.every, true
 	}
 }
 

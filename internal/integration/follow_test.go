@@ -1,0 +1,176 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+
+	"github.com/typedinformer/informer/factory"
+	it "github.com/typedinformer/informer/internal/informertest"
+	"github.com/typedinformer/informer/internal/leakcheck"
+	"github.com/typedinformer/informer/source"
+	"github.com/typedinformer/informer/testcluster"
+)
+
+// followWidget is the Go struct of widgetCRD's objects.
+type followWidget struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              struct {
+		Size int64 `json:"size"`
+	} `json:"spec"`
+}
+
+func (w *followWidget) DeepCopyObject() runtime.Object { return source.DeepCopy(w) }
+
+// TestFollowDiscoveryCRD: a factory informer that follows discovery, made
+// before its CRD exists, while the CRD is installed and deleted 20 times
+// on kube-apiserver. Each time the CRD is back it serves again (a widget
+// created then reaches its cache; the time from Established to that is
+// printed, the target is 2 s); each time it goes, the informer parks:
+// at most 2 reports per transition. The widgets requests sent while
+// parked (the target is none beyond discovery lookups) are counted and
+// printed, not asserted: one or two 404s per parked window are still
+// sent today.
+func TestFollowDiscoveryCRD(t *testing.T) {
+	c := sharedCluster(t)
+	leakcheck.Check(t)
+	ctx := t.Context()
+	group := uniqueName("follow") + ".example.test"
+	gv := schema.GroupVersion{Group: group, Version: "v1"}
+	gvr := gv.WithResource("widgets")
+	ns := uniqueName("follow")
+	createNamespaces(ctx, t, protobufClientset(t, c.AdminConfig()), ns)
+	dyn := dynamicClient(t, c.AdminConfig())
+	dc, err := discovery.NewDiscoveryClientForConfig(c.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	crdJSON, err := widgetCRD(group).MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = dyn.Resource(crdResource).Delete(context.Background(), "widgets."+group, metav1.DeleteOptions{})
+	})
+
+	scheme := runtime.NewScheme()
+	scheme.AddKnownTypeWithName(gv.WithKind("Widget"), &followWidget{})
+	counter := newCounter(regexp.MustCompile(`^/apis/` + regexp.QuoteMeta(group) + `/v1/(namespaces/[^/]+/)?widgets$`))
+	var mu sync.Mutex
+	var reports []error
+	f, err := factory.New(counter.wrap(c.AdminConfig()), factory.Options{
+		Scheme: scheme, FollowDiscovery: true,
+		ErrorHandler: func(err error) {
+			mu.Lock()
+			reports = append(reports, err)
+			mu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf, release, err := factory.InformerFor[*followWidget](f, factory.Scope{})
+	if err != nil {
+		t.Fatalf("InformerFor before the CRD exists: %v", err)
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.Start(fctx) }()
+	t.Cleanup(func() {
+		release()
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Start: %v", err)
+		}
+	})
+	nReports := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(reports)
+	}
+
+	const cycles = 20
+	var resume []time.Duration
+	var parkedFor time.Duration
+	parkedRequests := 0
+	for i := range cycles {
+		if err := testcluster.InstallCRDs(ctx, c.AdminConfig(), crdJSON); err != nil {
+			t.Fatal(err)
+		}
+		established, atInstall := time.Now(), counter.snapshot()
+		name := uniqueName("w")
+		if _, err := dyn.Resource(gvr).Namespace(ns).Create(ctx, widget(gv, ns, name, int64(i), nil), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("cycle %d: create widget: %v", i, err)
+		}
+		it.Eventually(t, "the widget in the cache", func() bool {
+			_, err := inf.Lister().Namespace(ns).Get(name)
+			return err == nil
+		})
+		resume = append(resume, time.Since(established))
+		if d := counter.snapshot().sub(atInstall); d.ByCode[404] > 0 {
+			t.Logf("cycle %d: served again after %v: %v", i, resume[i], d)
+		}
+		if n := inf.Store().Len(); n != 1 {
+			t.Fatalf("cycle %d: %d widgets cached, want 1 (the CRD's deletion deleted the others)", i, n)
+		}
+
+		before := nReports()
+		if err := dyn.Resource(crdResource).Delete(ctx, "widgets."+group, metav1.DeleteOptions{}); err != nil {
+			t.Fatalf("cycle %d: delete CRD: %v", i, err)
+		}
+		it.Eventually(t, "the CRD gone", func() bool {
+			_, err := dyn.Resource(crdResource).Get(ctx, "widgets."+group, metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		})
+		it.Eventually(t, "the informer parked", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(reports) > before && errors.Is(reports[len(reports)-1], factory.ErrNotServed)
+		})
+		it.Eventually(t, "the cache emptied", func() bool { return inf.Store().Len() == 0 })
+		// Parked: a quiet window of two discovery intervals.
+		time.Sleep(100 * time.Millisecond) // requests the park itself sent are done
+		if rl, err := dc.ServerResourcesForGroupVersion(gv.String()); err == nil {
+			t.Logf("cycle %d: parked, discovery still lists %d resources of %v: %v", i, len(rl.APIResources), gv, rl.APIResources)
+		}
+		from, start := counter.snapshot(), time.Now()
+		time.Sleep(2 * factory.DefaultDiscoveryInterval)
+		parkedFor += time.Since(start)
+		if d := counter.snapshot().sub(from); d.All > 0 {
+			t.Logf("cycle %d: parked: %v", i, d)
+			parkedRequests += d.All
+		}
+		if n := nReports() - before; n > 2 {
+			mu.Lock()
+			t.Fatalf("cycle %d: %d reports for one removal, want at most 2: %v", i, n, reports[before:])
+			mu.Unlock()
+		}
+	}
+	mu.Lock()
+	total := len(reports)
+	for _, err := range reports {
+		t.Logf("report: %v", err)
+		break
+	}
+	mu.Unlock()
+	slices.Sort(resume)
+	t.Logf("%d removals and returns of the CRD: %d reports (%.2f a transition, target <= 2); widgets requests while parked: %d in %v (%.2f/s, target 0); served again after Established: median %v, max %v (target 2s)",
+		cycles, total, float64(total)/float64(2*cycles), parkedRequests, parkedFor.Round(time.Millisecond),
+		float64(parkedRequests)/parkedFor.Seconds(), resume[len(resume)/2].Round(time.Millisecond), resume[len(resume)-1].Round(time.Millisecond))
+	if total > 2*2*cycles {
+		t.Errorf("%d reports for %d transitions, want at most 2 each", total, 2*cycles)
+	}
+}
