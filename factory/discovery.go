@@ -254,7 +254,11 @@ func (d *discoveryChecks) serves(ctx context.Context, gvk schema.GroupVersionKin
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if time.Since(c.at) >= fresh {
-		c.kinds, c.at = d.lookup(ctx, gv), time.Now()
+		kinds := d.lookup(ctx, gv)
+		if ctx.Err() != nil {
+			return false // this caller stopped: its "no" is not the server's, keep none
+		}
+		c.kinds, c.at = kinds, time.Now()
 	}
 	return slices.Contains(c.kinds, gvk.Kind)
 }

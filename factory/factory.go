@@ -200,19 +200,17 @@ func New(cfg *rest.Config, opts Options) (*Factory, error) {
 		}
 		f.client = hc
 	}
-	if opts.FollowDiscovery {
+	if f.mapper == nil || opts.FollowDiscovery {
 		dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, f.client)
 		if err != nil {
 			return nil, fmt.Errorf("factory: New: discovery client: %w", err)
 		}
-		f.checks = &discoveryChecks{client: dc.RESTClient(), gvs: map[schema.GroupVersion]*gvCheck{}}
-	}
-	if f.mapper == nil {
-		dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, f.client)
-		if err != nil {
-			return nil, fmt.Errorf("factory: New: discovery client: %w", err)
+		if f.mapper == nil {
+			f.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
 		}
-		f.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+		if opts.FollowDiscovery {
+			f.checks = &discoveryChecks{client: dc.RESTClient(), gvs: map[schema.GroupVersion]*gvCheck{}}
+		}
 	}
 	return f, nil
 }
