@@ -7,11 +7,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -147,6 +150,15 @@ func ExampleSecrets() {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "clusters", Name: "east-kubeconfig"},
 		Data:       map[string][]byte{"value": exampleKubeconfig("https://east.example:6443")},
 	})
+	// The fake clientset sends a watch only what changes after the watch
+	// starts, so the example deletes the Secret once the hub is watched.
+	watching := make(chan struct{})
+	var once sync.Once
+	hub.PrependWatchReactor("secrets", func(a clienttesting.Action) (bool, watch.Interface, error) {
+		w, err := hub.Tracker().Watch(a.GetResource(), a.GetNamespace())
+		once.Do(func() { close(watching) })
+		return true, w, err
+	})
 	fl, _ := fleet.New(fleet.Options{})
 	done := make(chan error, 2)
 	go func() { done <- fl.Run(ctx) }()
@@ -162,6 +174,7 @@ func ExampleSecrets() {
 		fmt.Println("engaged", want)
 	}
 	waitFor("[east]")
+	<-watching
 	_ = hub.CoreV1().Secrets("clusters").Delete(ctx, "east-kubeconfig", metav1.DeleteOptions{})
 	waitFor("[]")
 	cancel()
