@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/source"
@@ -396,4 +397,19 @@ func newShared[T cache.Object](f *Factory, k key, s Scope, newSource any, opts t
 	e := &shared[T]{sharedBase: sharedBase{key: k}, inf: inf}
 	e.self = e
 	return e, nil
+}
+
+// KindOf returns the GroupVersionKind of T as f knows it: its
+// Options.Scheme's registration, or a built-in type's own. A reconciler
+// uses it for the owner references it writes, and manager.Owns for the
+// kind of the owner it maps children to.
+func KindOf[T cache.Object](f *Factory) (schema.GroupVersionKind, error) {
+	if f == nil {
+		return schema.GroupVersionKind{}, errors.New("factory: KindOf: nil factory")
+	}
+	gvk, err := source.KindOf[T](source.RESTOptions{Scheme: f.opts.Scheme})
+	if err != nil {
+		return schema.GroupVersionKind{}, fmt.Errorf("factory: %w", err)
+	}
+	return gvk, nil
 }

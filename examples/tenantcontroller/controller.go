@@ -11,8 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/typedinformer/informer/cache"
@@ -22,32 +20,17 @@ import (
 	"github.com/typedinformer/informer/source"
 )
 
-var serviceGK = schema.GroupKind{Kind: "Service"}
-
 // run runs the controller over the namespaces of tenants until ctx ends,
 // with its debug page on addr ("" for none).
 func run(ctx context.Context, cfg *rest.Config, tenants *source.Namespaces, addr string) error {
-	kube, err := kubernetes.NewForConfig(cfg)
+	m, err := manager.New(manager.Options{Config: cfg, Addr: addr})
 	if err != nil {
 		return err
 	}
-	f, err := factory.New(cfg, factory.Options{})
-	if err != nil {
-		return err
-	}
-	m, err := manager.New(manager.Options{Factory: f, Addr: addr})
-	if err != nil {
-		return err
-	}
-	services, err := manager.InformerFor[*corev1.Service](m, factory.Scope{Namespaces: tenants})
-	if err != nil {
-		return err
-	}
-	configMaps, err := manager.InformerFor[*corev1.ConfigMap](m, factory.Scope{Namespaces: tenants})
-	if err != nil {
-		return err
-	}
-	ctrl, err := reconcile.New(services, reconcile.Func(func(ctx context.Context, key cache.Key) error {
+	ctrl := manager.For[*corev1.Service](m, "service-ports", factory.Scope{Namespaces: tenants})
+	services, kube := ctrl.Informer(), m.Clientset()
+	configMaps := manager.Owns[*corev1.ConfigMap](ctrl, reconcile.WatchOptions[*corev1.ConfigMap]{})
+	if err := ctrl.Complete(reconcile.Func(func(ctx context.Context, key cache.Key) error {
 		svc, err := services.Lister().Namespace(key.Namespace).Get(key.Name)
 		if apierrors.IsNotFound(err) {
 			return nil // its ConfigMap goes with it: the garbage collector follows the owner reference
@@ -70,14 +53,7 @@ func run(ctx context.Context, cfg *rest.Config, tenants *source.Namespaces, addr
 			return err
 		}
 		return reconcile.RequeueAfter(10 * time.Minute) // and look again now and then
-	}), reconcile.Options[*corev1.Service]{
-		Name:    "service-ports",
-		Watches: []reconcile.Watch{reconcile.Owned(configMaps, serviceGK, reconcile.WatchOptions[*corev1.ConfigMap]{})},
-	})
-	if err != nil {
-		return err
-	}
-	if err := m.AddController(ctrl); err != nil {
+	})); err != nil {
 		return err
 	}
 	return m.Run(ctx)
