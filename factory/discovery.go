@@ -50,6 +50,9 @@ type followed[T cache.Object] struct {
 	mu   sync.Mutex
 	cur  source.Source[T] // nil while parked
 	told bool             // ErrNotServed was returned for this park
+	// resumed: cur is the source of a resume that has not been answered
+	// yet; a 404 then is its handler not up yet, and parks quietly.
+	resumed bool
 }
 
 // follow wraps src, the source of kind gvk over the config, or nil if the
@@ -100,7 +103,11 @@ func (s *followed[T]) ListItems(ctx context.Context, opts metav1.ListOptions, yi
 
 // Watch implements source.Source; a 404 in the stream parks the source too.
 func (s *followed[T]) Watch(ctx context.Context, opts metav1.ListOptions) (source.Watcher[T], error) {
-	return call(ctx, s, source.PhaseWatchStart, func(src source.Source[T]) (source.Watcher[T], error) {
+	phase := source.PhaseWatchStart
+	if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
+		phase = source.PhaseList // a streaming list lists
+	}
+	return call(ctx, s, phase, func(src source.Source[T]) (source.Watcher[T], error) {
 		w, err := src.Watch(ctx, opts)
 		if err != nil || w == nil {
 			return w, err
@@ -110,25 +117,46 @@ func (s *followed[T]) Watch(ctx context.Context, opts metav1.ListOptions) (sourc
 }
 
 // call runs fn on the current source, parking on a 404 as followed says.
+//
+// A resume never watches from a resourceVersion of before the park: the
+// kind may have been removed and made again, and what the informer saw
+// of its previous life says nothing of this one (such a watch is also
+// slow to be answered, by a watch cache still starting). A plain watch
+// start that resumes fails with a 410 and ErrParked instead, without a
+// request, so that the informer lists the kind anew at once.
 func call[T cache.Object, R any](ctx context.Context, s *followed[T], p source.Phase, fn func(source.Source[T]) (R, error)) (R, error) {
 	var zero R
 	s.mu.Lock()
-	src, told := s.cur, s.told
+	src, told, resumed := s.cur, s.told, s.resumed
 	if src == nil && !told {
 		s.told = true
 	}
 	s.mu.Unlock()
+	wait, gone := s.every, false
 	if src != nil {
 		r, err := fn(src)
 		if !apierrors.IsNotFound(err) {
+			if err == nil && resumed {
+				s.mu.Lock()
+				s.resumed = false
+				s.mu.Unlock()
+			}
 			return r, err
 		}
-		return zero, s.park(src, p, err)
-	}
-	if !told {
+		if !resumed {
+			return zero, s.park(src, p, err)
+		}
+		// Listed in discovery, its handler not up yet: still parked, and
+		// said so already.
+		s.mu.Lock()
+		if s.cur == src {
+			s.cur, s.told, s.resumed = nil, true, false
+		}
+		s.mu.Unlock()
+		wait, gone = s.every/5, true
+	} else if !told {
 		return zero, s.notServed(p, nil)
 	}
-	wait, gone := s.every, false
 	for {
 		var err error
 		if gone, err = s.waitServed(ctx, wait, gone); err != nil {
@@ -140,6 +168,13 @@ func call[T cache.Object, R any](ctx context.Context, s *followed[T], p source.P
 		}
 		if err != nil {
 			return zero, err
+		}
+		if p == source.PhaseWatchStart {
+			s.mu.Lock()
+			s.cur, s.told, s.resumed = src, false, true
+			s.mu.Unlock()
+			return zero, &source.Error{Phase: p, Err: fmt.Errorf("%w: %w", source.ErrParked,
+				apierrors.NewResourceExpired(fmt.Sprintf("%v is served again after a park: list it anew", s.gvk)))}
 		}
 		r, err := fn(src)
 		if apierrors.IsNotFound(err) {
@@ -156,7 +191,7 @@ func call[T cache.Object, R any](ctx context.Context, s *followed[T], p source.P
 			continue
 		}
 		s.mu.Lock()
-		s.cur, s.told = src, false
+		s.cur, s.told, s.resumed = src, false, false
 		s.mu.Unlock()
 		return r, err
 	}

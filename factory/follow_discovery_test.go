@@ -47,6 +47,15 @@ func newGate(ps *podserver.Server) *gate {
 	up, _ := url.Parse(ps.URL)
 	proxy := httputil.NewSingleHostReverseProxy(up)
 	proxy.FlushInterval = -1 // watches stream
+	proxy.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+		if errors.Is(r.Context().Err(), context.Canceled) {
+			// Cut by a close before the server answered: the request
+			// gets what it would have got a moment later.
+			notFound(w)
+			return
+		}
+		w.WriteHeader(http.StatusBadGateway)
+	}
 	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		g.requests.Add(1)
 		g.mu.Lock()
@@ -64,10 +73,7 @@ func newGate(ps *podserver.Server) *gate {
 			}
 		case pods && !open:
 			g.refused.Add(1)
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusNotFound)
-			_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
-				Reason: metav1.StatusReasonNotFound, Code: http.StatusNotFound, Message: "the server could not find the requested resource"})
+			notFound(w)
 			return
 		}
 		ctx, cancel := context.WithCancel(r.Context())
@@ -99,6 +105,15 @@ func (g *gate) close() {
 	g.open = false
 	g.end()
 	g.gen, g.end = context.WithCancel(context.Background())
+}
+
+// notFound answers as kube-apiserver does for a resource it does not
+// serve.
+func notFound(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusNotFound)
+	_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
+		Reason: metav1.StatusReasonNotFound, Code: http.StatusNotFound, Message: "the server could not find the requested resource"})
 }
 
 // A following informer made for a kind the server does not serve waits

@@ -253,6 +253,10 @@ func (r *Reflector[T]) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			break
 		}
+		if errors.Is(err, errRelistNow) {
+			r.backoff = r.initial
+			continue
+		}
 		if err != nil {
 			if isMalformedRequest(err) && !r.hasListed() {
 				r.record(err) // Run returns it: the caller gets it once, from Run
@@ -451,6 +455,11 @@ var errWatchIdle = errors.New("reflector: watch idle")
 
 // errSinkClosed ends a run quietly: the consumer is gone.
 var errSinkClosed = errors.New("sink closed")
+
+// errRelistNow ends a listAndWatch whose source asks for a list at once,
+// with no report and no backoff: one served again after a park
+// (source.ErrParked with a 410).
+var errRelistNow = errors.New("relist at once")
 
 // listAndWatch gets the initial state, then watches until the watch fails
 // in a way that needs a relist, or ctx ends.

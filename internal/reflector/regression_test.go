@@ -5,12 +5,15 @@ package reflector
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/typedinformer/informer/source"
 )
 
 // Defect 1: a watch that delivers an event or a bookmark and closes within
@@ -387,6 +390,30 @@ func TestStalledStreamingListFallsBackToList(t *testing.T) {
 		calls := h.src.recorded()
 		if g := calls[1].at - calls[0].at; g != streamStall {
 			t.Errorf("LIST came %v after the stream started, want %v (the stall bound)", g, streamStall)
+		}
+	})
+}
+
+// A source served again after a park (factory's FollowDiscovery) fails its
+// watch start with ErrParked and a 410: the reflector lists anew at once,
+// with no backoff and no report, and watches from the new list.
+func TestParkedResumeRelistsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, opts{NoWatchList: true})
+		resumed := startErr(fmt.Errorf("%w: %w", source.ErrParked, expired()))
+		h.src.lists = []step{page("10", "", pod("a", "10")), page("30", "", pod("b", "30"))}
+		h.src.watches = []step{fail(resumed), hangs().final()}
+		h.run()
+		want := []req{list("0", DefaultPageSize), watchAt("10"), list("10", 0), watchAt("30")}
+		if diff := cmp.Diff(want, h.src.reqs()); diff != "" {
+			t.Fatalf("requests (-want +got):\n%s", diff)
+		}
+		calls := h.src.recorded()
+		if calls[2].at != h.src.doneAt(1) {
+			t.Errorf("the relist came %v after the resumed watch start, want at once", calls[2].at-h.src.doneAt(1))
+		}
+		if errs := h.reported(); len(errs) != 0 {
+			t.Errorf("reported %v, want nothing", errs)
 		}
 	})
 }

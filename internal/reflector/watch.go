@@ -37,6 +37,8 @@ func (r *Reflector[T]) watch(ctx context.Context, w source.Watcher[T]) error {
 			switch {
 			case ctx.Err() != nil:
 				return nil
+			case err != nil && needsRelist(err) && errors.Is(err, source.ErrParked):
+				return errRelistNow // a source served again after a park: list anew, at once
 			case err != nil && needsRelist(err):
 				return r.unavailable(ctx, err)
 			case err != nil:
