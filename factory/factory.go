@@ -70,6 +70,11 @@ type Options struct {
 	// ResyncPeriod is the typed.Options.ResyncPeriod of every informer.
 	// Default: 0, no resync.
 	ResyncPeriod time.Duration
+	// WarmStart, if set, gives every informer a warm restart from a file
+	// of its own in WarmStart.Dir (see WarmStart for those left out); a
+	// fleet gives each cluster a directory of its own under it. Default:
+	// none, every start lists.
+	WarmStart *WarmStart
 	// ErrorHandler receives every error the informers recover from, each
 	// wrapped in an error naming its informer; see
 	// typed.Options.ErrorHandler. Default: errors are logged.
@@ -186,6 +191,9 @@ func New(cfg *rest.Config, opts Options) (*Factory, error) {
 		f.sem = semaphore.NewWeighted(DefaultMaxConcurrentLists)
 	case n > 0:
 		f.sem = semaphore.NewWeighted(int64(n))
+	}
+	if err := opts.WarmStart.check(); err != nil {
+		return nil, err
 	}
 	if opts.DiscoveryInterval < 0 {
 		return nil, fmt.Errorf("factory: Options.DiscoveryInterval is %v, want 0 or more", opts.DiscoveryInterval)

@@ -390,6 +390,9 @@ func newShared[T cache.Object](f *Factory, k key, s Scope, newSource any, opts t
 	opts.LabelSelector, opts.FieldSelector = k.labels, k.fields
 	opts.TweakListOptions = s.Tweak
 	opts.Shard = s.Shard
+	if opts.WarmStart == nil {
+		opts.WarmStart = warmFor(f.opts.WarmStart, k, name, src)
+	}
 	inf, err := typed.NewInformer(src, opts)
 	if err != nil {
 		return nil, err

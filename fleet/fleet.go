@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -23,7 +25,9 @@ import (
 var (
 	// ErrNil is returned for a nil fleet, config or factory.
 	ErrNil = errors.New("fleet: nil argument")
-	// ErrBadName is returned by Engage for an empty cluster name.
+	// ErrBadName is returned by Engage for an empty cluster name, and
+	// with Options.Factory.WarmStart for one that cannot name a
+	// directory.
 	ErrBadName = errors.New("fleet: invalid cluster name")
 	// ErrEngaged is returned by Engage for a name that is engaged already.
 	ErrEngaged = errors.New("fleet: cluster already engaged")
@@ -130,6 +134,14 @@ const discoveryTimeout = 15 * time.Second
 // cannot honour: a Factory.HTTPClient or Factory.Mapper, which would be
 // shared by every cluster.
 func New(opts Options) (*Fleet, error) {
+	if ws := opts.Factory.WarmStart; ws != nil {
+		if ws.Informer.Cluster != "" {
+			return nil, errors.New("fleet: Options.Factory.WarmStart.Informer.Cluster must be empty: each cluster's files are marked with its name")
+		}
+		if st, err := os.Stat(ws.Dir); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("fleet: Options.Factory.WarmStart.Dir %q is not a directory (%v)", ws.Dir, err)
+		}
+	}
 	if opts.Factory.HTTPClient != nil || opts.Factory.Mapper != nil {
 		return nil, errors.New("fleet: Options.Factory.HTTPClient and Mapper must be nil: each cluster gets its own")
 	}
@@ -185,6 +197,21 @@ func (fl *Fleet) Engage(name string, cfg *rest.Config) error {
 		return fmt.Errorf("fleet: cluster %q: discovery client: %w", name, err)
 	}
 	opts := fl.opts.Factory
+	if ws := opts.WarmStart; ws != nil {
+		// Each cluster saves its caches in a directory of its own, its
+		// files marked with its name.
+		if !safeDirName(name) {
+			cs.closeAll()
+			return fmt.Errorf("%w: %q cannot name a directory of Options.Factory.WarmStart.Dir (letters, digits, '.', '-', '_')", ErrBadName, name)
+		}
+		w := *ws
+		w.Dir, w.Informer.Cluster = filepath.Join(ws.Dir, name), name
+		if err := os.MkdirAll(w.Dir, 0o700); err != nil {
+			cs.closeAll()
+			return fmt.Errorf("fleet: cluster %q: warm start: %w", name, err)
+		}
+		opts.WarmStart = &w
+	}
 	opts.HTTPClient = hc
 	opts.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
 	opts.ErrorHandler = func(err error) { fl.opts.ErrorHandler(name, err) }
@@ -418,4 +445,17 @@ func (fl *Fleet) addMember(m member) error {
 		}
 	}
 	return nil
+}
+
+// safeDirName reports whether a cluster's name can name its directory.
+func safeDirName(name string) bool {
+	if name == "" || name == "." || name == ".." {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
