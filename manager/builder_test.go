@@ -196,4 +196,11 @@ func TestBuilderRefuses(t *testing.T) {
 	if m.Clientset() != nil {
 		t.Errorf("Clientset of a manager made with a Factory = %v, want nil", m.Clientset())
 	}
+	if m.Factory() == nil || cm.Factory() == nil {
+		t.Error("Factory() = nil for a manager with a factory")
+	}
+	kube := fake.NewClientset()
+	if m, err := manager.New(manager.Options{Factory: f, Clientset: kube}); err != nil || m.Clientset() != kube {
+		t.Errorf("New with Options.Clientset = %v, Clientset() = %v; want it", err, m.Clientset())
+	}
 }

@@ -98,6 +98,11 @@ type Options struct {
 	// clientset (Clientset) for the controllers' writes. Set Factory
 	// instead for a factory with options. Default: none.
 	Config *rest.Config
+	// Clientset, if set, is what Clientset returns: client-go's fake
+	// clientset beside a Factory over it in unit tests
+	// (factory.NewForClientsets), so that the same wiring runs against
+	// the fake and a cluster. Default: one over Config, if set.
+	Clientset kubernetes.Interface
 	// Factory, if set, is started with the manager's informers, and every
 	// informer it makes, whoever asks for it (InformerFor, or
 	// factory.InformerFor elsewhere in the program), is on the page and
@@ -200,7 +205,8 @@ func New(opts Options) (*Manager, error) {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
 	m := &Manager{opts: opts, reg: reg, ready: ready, page: page, names: map[string]bool{}, stopped: make(chan struct{})}
-	if opts.Config != nil {
+	m.kube = opts.Clientset
+	if opts.Config != nil && m.kube == nil {
 		if m.kube, err = kubernetes.NewForConfig(opts.Config); err != nil {
 			return nil, fmt.Errorf("manager: %w", err)
 		}
@@ -316,9 +322,15 @@ func (m *Manager) Addr() net.Addr {
 	return m.addr
 }
 
-// Clientset returns the clientset over Options.Config, for reconcilers to
-// write with; nil for a manager made without Config.
+// Clientset returns Options.Clientset, or the clientset over
+// Options.Config, for reconcilers to write with; nil for a manager made
+// with neither.
 func (m *Manager) Clientset() kubernetes.Interface { return m.kube }
+
+// Factory returns the manager's factory (Options.Factory, or the one made
+// over Options.Config), nil without one: for factory.KindOf and the
+// factory's other functions.
+func (m *Manager) Factory() *factory.Factory { return m.opts.Factory }
 
 // Readiness returns the manager's readiness check, to serve elsewhere.
 func (m *Manager) Readiness() *httpinfo.Readiness { return m.ready }

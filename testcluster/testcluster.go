@@ -23,7 +23,9 @@
 //
 // Without them, Start fails the test and says how to build them; it never
 // skips. A cluster starts in about 5 to 10 seconds on 2 cores; tests that
-// can share one start it once with Launch from TestMain.
+// can share one start it once with Launch from TestMain. No build tag is
+// needed; this module's own tests use -tags integration only to keep them
+// out of a plain go test ./... .
 //
 // Options and Cluster are aliases, so `go doc` shows their fields and
 // methods under internal/testcluster: Options has APIServerFlags,
