@@ -155,7 +155,11 @@ func ExampleSecrets() {
 	watching := make(chan struct{})
 	var once sync.Once
 	hub.PrependWatchReactor("secrets", func(a clienttesting.Action) (bool, watch.Interface, error) {
-		w, err := hub.Tracker().Watch(a.GetResource(), a.GetNamespace())
+		var opts metav1.ListOptions // the watch's, as the fake's own reactor passes them
+		if wa, ok := a.(clienttesting.WatchActionImpl); ok {
+			opts = wa.ListOptions
+		}
+		w, err := hub.Tracker().Watch(a.GetResource(), a.GetNamespace(), opts)
 		once.Do(func() { close(watching) })
 		return true, w, err
 	})
