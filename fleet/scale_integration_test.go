@@ -3,6 +3,7 @@
 package fleet_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"runtime"
@@ -11,8 +12,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/typedinformer/informer/cache"
 	"github.com/typedinformer/informer/factory"
 	"github.com/typedinformer/informer/fleet"
 	"github.com/typedinformer/informer/internal/podserver"
@@ -21,17 +24,17 @@ import (
 )
 
 // TestFleetHundredClusters: 100 clusters in one process, 10 informers
-// each: 3 real kube-apiservers with etcd, and 97 in-process servers that
-// speak the API's wire format (they serve pods only, so the 10 informers
-// of every cluster are the pods of 10 namespaces, one pod in each). Every
-// cluster syncs; the goroutines and bytes per informer over the whole
-// fleet are printed; a real cluster engaged last and then disengaged
-// takes its goroutines with it, exactly, and the heap goes back to within
-// 5% of what it was before.
+// each, of 10 resources: 3 real kube-apiservers with etcd, and 97
+// in-process servers that speak the API's wire format over HTTP/2 with
+// TLS, as kube-apiserver does, each holding one object of every resource
+// in the namespace the informers watch. Every cluster syncs; the
+// goroutines and bytes per informer over the whole fleet are printed; a
+// real cluster engaged last and then disengaged takes its goroutines with
+// it, exactly, and the heap goes back to within 5% of what it was before.
 //
 //	make cluster-bin && go test -tags integration -run TestFleetHundredClusters -v ./fleet/
 func TestFleetHundredClusters(t *testing.T) {
-	const clusters, reals, informers = 100, 3, 10
+	const clusters, reals, ns = 100, 3, "fleet"
 	began := time.Now()
 	ctx := t.Context()
 	cfgs := make([]*rest.Config, 0, clusters)
@@ -42,23 +45,34 @@ func TestFleetHundredClusters(t *testing.T) {
 	}
 	started := time.Since(began)
 	for i := range clusters - reals {
-		var pods []*corev1.Pod
-		for n := range informers {
-			pods = append(pods, pod(fmt.Sprintf("ns-%d", n), fmt.Sprintf("web-%d", i), "web"))
-		}
-		srv := podserver.New(t, sourcetest.NewFake(sourcetest.FakeOptions[*corev1.Pod]{Objects: pods}))
+		m := metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("web-%d", i), Labels: map[string]string{"app": "web"}}
+		srv := podserver.NewCore(t,
+			one("pods", "Pod", &corev1.Pod{ObjectMeta: m}),
+			one("configmaps", "ConfigMap", &corev1.ConfigMap{ObjectMeta: m}),
+			one("services", "Service", &corev1.Service{ObjectMeta: m}),
+			one("serviceaccounts", "ServiceAccount", &corev1.ServiceAccount{ObjectMeta: m}),
+			one("events", "Event", &corev1.Event{ObjectMeta: m}),
+			one("persistentvolumeclaims", "PersistentVolumeClaim", &corev1.PersistentVolumeClaim{ObjectMeta: m}),
+			one("replicationcontrollers", "ReplicationController", &corev1.ReplicationController{ObjectMeta: m}),
+			one("podtemplates", "PodTemplate", &corev1.PodTemplate{ObjectMeta: m}),
+			one("limitranges", "LimitRange", &corev1.LimitRange{ObjectMeta: m}),
+			one("resourcequotas", "ResourceQuota", &corev1.ResourceQuota{ObjectMeta: m}),
+		)
 		cfgs, names = append(cfgs, srv.Config()), append(names, fmt.Sprintf("local-%03d", i))
 	}
 	fl, err := fleet.New(fleet.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	infs := make([]*fleet.Informer[*corev1.Pod], informers)
-	for n := range infs {
-		if infs[n], err = fleet.InformerFor[*corev1.Pod](fl, factory.Scope{Namespace: fmt.Sprintf("ns-%d", n)}); err != nil {
-			t.Fatal(err)
-		}
+	s := factory.Scope{Namespace: ns}
+	infs := []fleetInformer{
+		informerOf[*corev1.Pod](t, fl, s), informerOf[*corev1.ConfigMap](t, fl, s),
+		informerOf[*corev1.Service](t, fl, s), informerOf[*corev1.ServiceAccount](t, fl, s),
+		informerOf[*corev1.Event](t, fl, s), informerOf[*corev1.PersistentVolumeClaim](t, fl, s),
+		informerOf[*corev1.ReplicationController](t, fl, s), informerOf[*corev1.PodTemplate](t, fl, s),
+		informerOf[*corev1.LimitRange](t, fl, s), informerOf[*corev1.ResourceQuota](t, fl, s),
 	}
+	informers := len(infs)
 	done := make(chan error, 1)
 	go func() { done <- fl.Run(ctx) }()
 	defer func() {
@@ -67,6 +81,7 @@ func TestFleetHundredClusters(t *testing.T) {
 		}
 	}()
 	base := measure()
+	_, http1Base := goroutineKinds() // the test clusters' own health checks
 
 	// Every cluster but the last real one (the first in names).
 	last, lastCfg := names[0], cfgs[0]
@@ -83,12 +98,12 @@ func TestFleetHundredClusters(t *testing.T) {
 	}
 	synced99 := time.Since(syncStart)
 	for _, inf := range infs {
-		list, err := inf.List(nil)
+		n, err := inf.count()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(list) != clusters-reals {
-			t.Fatalf("%d pods over the fleet in one namespace, want %d (one per in-process cluster)", len(list), clusters-reals)
+		if n != clusters-reals {
+			t.Fatalf("%d %s over the fleet, want %d (one per in-process cluster)", n, inf.resource, clusters-reals)
 		}
 	}
 	before := measure()
@@ -96,19 +111,23 @@ func TestFleetHundredClusters(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, inf := range infs {
-		if _, err := inf.WaitForCluster(ctx, last); err != nil {
+		if err := inf.waitForCluster(ctx, last); err != nil {
 			t.Fatal(err)
 		}
 	}
 	all := measure()
 	servers, http1 := goroutineKinds()
+	http1 -= http1Base
 	per := all.sub(base).per(clusters * informers)
-	clientPer := (all.goroutines - base.goroutines - float64(servers)) / (clusters * informers)
+	clientPer := (all.goroutines - base.goroutines - float64(servers)) / float64(clusters*informers)
 	one := all.sub(before).per(informers)
-	t.Logf("%d clusters (%d kube-apiservers, started in %v; %d in-process) x %d informers, all synced %v after their engagement: %d goroutines, %d of them the in-process servers'; %.0f MiB (heap in use + stacks, the in-process servers' too) over %.0f MiB before",
-		clusters, reals, started.Round(time.Millisecond), clusters-reals, informers, synced99.Round(time.Millisecond), int(all.goroutines), servers, all.bytes()/(1<<20), base.bytes()/(1<<20))
-	t.Logf("per informer over the fleet: %.2f goroutines of the clients, %.2f of them HTTP/1.1 connection loops (the in-process servers speak HTTP/1.1, one connection per watch; kube-apiserver's HTTP/2 carries every watch of a cluster on one connection); %.1f KiB with the servers'",
-		clientPer, float64(http1)/(clusters*informers), per.bytes()/1024)
+	t.Logf("%d clusters (%d kube-apiservers, started in %v; %d in-process) x %d informers of %d resources, all synced %v after their engagement: %d goroutines, %d of them the in-process servers'; %.0f MiB (heap in use + stacks, the in-process servers' too) over %.0f MiB before",
+		clusters, reals, started.Round(time.Millisecond), clusters-reals, informers, informers, synced99.Round(time.Millisecond), int(all.goroutines), servers, all.bytes()/(1<<20), base.bytes()/(1<<20))
+	t.Logf("per informer over the fleet: %.2f goroutines of the clients, %.2f of them HTTP/1.1 connection loops; %.1f KiB with the servers'",
+		clientPer, float64(http1)/float64(clusters*informers), per.bytes()/1024)
+	if http1 > 0 {
+		t.Errorf("%d client goroutines of HTTP/1.1 connections: every cluster should be reached over HTTP/2, one connection each", http1)
+	}
 	t.Logf("the last real cluster: %.2f goroutines and %.1f KiB per informer, its connection and factory included", one.goroutines, one.bytes()/1024)
 
 	if err := fl.Disengage(last); err != nil {
@@ -135,20 +154,57 @@ func TestFleetHundredClusters(t *testing.T) {
 }
 
 // goroutineKinds counts the goroutines of the in-process servers (serving
-// a connection, reading its body, accepting) and those of client-side
-// HTTP/1.1 connections (a read and a write loop each), by what created
-// them.
+// a connection, its HTTP/2 frames and streams, accepting) and those of
+// client-side HTTP/1.1 connections (a read and a write loop each), by
+// what created them.
 func goroutineKinds() (servers, http1 int) {
 	buf := make([]byte, 64<<20)
 	buf = buf[:runtime.Stack(buf, true)]
 	for _, g := range strings.Split(string(buf), "\n\n") {
 		switch {
 		case strings.Contains(g, "created by net/http.(*Server).Serve"), strings.Contains(g, "created by net/http.(*connReader).startBackgroundRead"),
-			strings.Contains(g, "created by net/http/httptest.(*Server).goServe"):
+			strings.Contains(g, "created by net/http/httptest.(*Server).goServe"), strings.Contains(g, "created by net/http.(*http2serverConn)"):
 			servers++
 		case strings.Contains(g, "created by net/http.(*Transport).dialConn"):
 			http1++
 		}
 	}
 	return servers, http1
+}
+
+// one serves the resource name, of kind, from a fake holding obj.
+func one[T cache.Object](name, kind string, obj T) podserver.Resource {
+	return podserver.Serve(name, kind, sourcetest.NewFake(sourcetest.FakeOptions[T]{Objects: []T{obj}}))
+}
+
+// fleetInformer is a fleet informer of any type, as the test uses it.
+type fleetInformer struct {
+	resource       string
+	waitForSync    func(context.Context) error
+	waitForCluster func(context.Context, string) error
+	count          func() (int, error)
+}
+
+func (f fleetInformer) WaitForSync(ctx context.Context) error { return f.waitForSync(ctx) }
+
+// informerOf is the fleet's informer of T in s.
+func informerOf[T cache.Object](t *testing.T, fl *fleet.Fleet, s factory.Scope) fleetInformer {
+	t.Helper()
+	inf, err := fleet.InformerFor[T](fl, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var zero T
+	return fleetInformer{
+		resource:    fmt.Sprintf("%T", zero),
+		waitForSync: inf.WaitForSync,
+		waitForCluster: func(ctx context.Context, name string) error {
+			_, err := inf.WaitForCluster(ctx, name)
+			return err
+		},
+		count: func() (int, error) {
+			l, err := inf.List(nil)
+			return len(l), err
+		},
+	}
 }

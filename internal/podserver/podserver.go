@@ -5,6 +5,10 @@
 // request accepts it, in protobuf (length-prefixed WatchEvent frames), and
 // errors as a Status with its code; legacy discovery of pods and nodes. It
 // can send chosen pods in a form that does not decode (Undecodable).
+//
+// Core serves several core/v1 resources at once, each from a fake of its
+// own, over HTTP/2 with TLS as kube-apiserver speaks: the many small
+// clusters of the fleet tests.
 package podserver
 
 import (
