@@ -27,6 +27,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
+	"sync"
 	"time"
 )
 
@@ -325,6 +327,9 @@ func (f *File[T]) record(buf []byte, limit uint64) ([]byte, error) {
 // error; any other error wraps ErrCorrupt, and may come after objects
 // were handed over: the caller must then drop them.
 func (f *File[T]) Load(each func(T) error) error {
+	if workers := min(runtime.GOMAXPROCS(0), maxDecoders); workers > 1 && f.Header.Objects >= 2*chunkObjects {
+		return f.loadParallel(each, workers)
+	}
 	var buf []byte
 	for i := range f.Header.Objects {
 		var err error
@@ -339,6 +344,12 @@ func (f *File[T]) Load(each func(T) error) error {
 			return err
 		}
 	}
+	return f.checkSum()
+}
+
+// checkSum reads the checksum after the objects and compares it with what
+// was read.
+func (f *File[T]) checkSum() error {
 	var sum [sha256.Size]byte
 	if _, err := io.ReadFull(f.r, sum[:]); err != nil {
 		return fmt.Errorf("%s: %w: truncated checksum", f.path, ErrCorrupt)
@@ -349,6 +360,140 @@ func (f *File[T]) Load(each func(T) error) error {
 	if _, err := f.r.ReadByte(); err != io.EOF {
 		return fmt.Errorf("%s: %w: bytes after the checksum", f.path, ErrCorrupt)
 	}
+	return nil
+}
+
+const (
+	// maxDecoders bounds the goroutines that decode a large file.
+	maxDecoders = 4
+	// chunkObjects is how many records a decoder takes at a time.
+	chunkObjects = 256
+)
+
+// chunk is records read in a row, decoded by one decoder.
+type chunk[T any] struct {
+	first int    // the index of its first record
+	data  []byte // the records, back to back
+	ends  []int  // where each record ends in data
+	objs  []T    // decoded
+	err   error  // of the reading (the last chunk) or the decoding
+	done  chan struct{}
+}
+
+// loadParallel is Load with the decoding spread over workers goroutines:
+// one reads the records (the checksum runs over them in order), workers
+// decode chunks of them, and the caller hands the objects to each in the
+// saved order. At most 2*workers chunks are in flight.
+func (f *File[T]) loadParallel(each func(T) error, workers int) error {
+	quit := make(chan struct{})
+	work := make(chan *chunk[T], workers)
+	ordered := make(chan *chunk[T], 2*workers)
+	// The records' bytes of chunks handed over are read into again: the
+	// decoded objects hold copies, none of these bytes.
+	free := make(chan []byte, 3*workers+2)
+	var decoders sync.WaitGroup
+	for range workers {
+		decoders.Go(func() {
+			for c := range work {
+				c.objs = make([]T, 0, len(c.ends))
+				start := 0
+				for i, end := range c.ends {
+					obj, err := decode[T](c.data[start:end])
+					if err != nil {
+						c.err = fmt.Errorf("%s: object %d: %w: %w", f.path, c.first+i, ErrCorrupt, err)
+						break
+					}
+					c.objs = append(c.objs, obj)
+					start = end
+				}
+				close(c.done)
+			}
+		})
+	}
+	readerDone := make(chan struct{})
+	go func() { // the reader
+		defer close(readerDone)
+		defer close(ordered)
+		defer close(work)
+		var buf []byte
+		send := func(c *chunk[T]) bool {
+			select {
+			case ordered <- c:
+			case <-quit:
+				return false
+			}
+			if c.err != nil {
+				close(c.done)
+				return true
+			}
+			select {
+			case work <- c:
+				return true
+			case <-quit:
+				close(c.done)
+				return false
+			}
+		}
+		for i := 0; i < f.Header.Objects; {
+			c := &chunk[T]{first: i, done: make(chan struct{})}
+			select {
+			case c.data = <-free:
+			default:
+			}
+			for ; i < f.Header.Objects && len(c.ends) < chunkObjects; i++ {
+				var err error
+				if buf, err = f.record(buf, maxObject); err != nil {
+					c.err = fmt.Errorf("%s: object %d: %w", f.path, i, err)
+					break
+				}
+				c.data = append(c.data, buf...)
+				c.ends = append(c.ends, len(c.data))
+			}
+			if c.err != nil {
+				// What was read before the error is handed over first.
+				bad := &chunk[T]{first: i, err: c.err, done: make(chan struct{})}
+				c.err = nil
+				if len(c.ends) > 0 && !send(c) {
+					return
+				}
+				send(bad)
+				return
+			}
+			if !send(c) {
+				return
+			}
+		}
+		if err := f.checkSum(); err != nil {
+			send(&chunk[T]{err: err, done: make(chan struct{})})
+		}
+	}()
+	stop := func() {
+		close(quit)
+		for c := range ordered { // let the reader end
+			<-c.done
+		}
+		<-readerDone
+		decoders.Wait()
+	}
+	for c := range ordered {
+		<-c.done
+		for _, obj := range c.objs {
+			if err := each(obj); err != nil {
+				stop()
+				return err
+			}
+		}
+		if c.err != nil {
+			stop()
+			return c.err
+		}
+		select {
+		case free <- c.data[:0]:
+		default:
+		}
+	}
+	<-readerDone
+	decoders.Wait()
 	return nil
 }
 
