@@ -76,10 +76,9 @@ func (c *churner) fail(t *testing.T, format string, args ...any) {
 
 func (c *churner) work(ctx context.Context, t *testing.T, w int, mine []*corev1.Pod) {
 	rng := rand.New(rand.NewPCG(c.seed, uint64(w)))
-	type ref struct{ ns, name string }
-	var refs []ref
+	var refs []churnRef
 	for _, p := range mine {
-		refs = append(refs, ref{p.Namespace, p.Name})
+		refs = append(refs, churnRef{p.Namespace, p.Name})
 	}
 	next := 0
 	for ctx.Err() == nil {
@@ -89,42 +88,12 @@ func (c *churner) work(ctx context.Context, t *testing.T, w int, mine []*corev1.
 		if !c.tolerate && c.failures.Load() > 0 {
 			return
 		}
-		var err error
-		switch r := rng.IntN(100); {
-		case r < 35 || len(refs) == 0:
-			next++
-			p := newPod(c.nss[rng.IntN(len(c.nss))], fmt.Sprintf("%sw%d-%d", c.prefix, w, next), map[string]string{"worker": fmt.Sprint(w)})
-			_, err = c.cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
-			// After a failure the pod may or may not exist: keep it, a
-			// later update or delete finds out.
-			if err == nil || c.tolerate {
-				refs = append(refs, ref{p.Namespace, p.Name})
-			}
-			if err == nil {
-				c.creates.Add(1)
-			}
-		case r < 70:
-			i := rng.IntN(len(refs))
-			patch := fmt.Appendf(nil, `{"metadata":{"labels":{"op":"%d-%d"}}}`, w, rng.IntN(1000000))
-			_, err = c.cs.CoreV1().Pods(refs[i].ns).Patch(ctx, refs[i].name, types.MergePatchType, patch, metav1.PatchOptions{})
-			if apierrors.IsNotFound(err) && c.tolerate {
-				refs = append(refs[:i], refs[i+1:]...)
-				err = nil
-			} else if err == nil {
-				c.updates.Add(1)
-			}
-		default:
-			i := rng.IntN(len(refs))
-			err = c.cs.CoreV1().Pods(refs[i].ns).Delete(ctx, refs[i].name, metav1.DeleteOptions{})
-			if err == nil || apierrors.IsNotFound(err) && c.tolerate {
-				refs = append(refs[:i], refs[i+1:]...)
-			}
-			if err == nil {
-				c.deletes.Add(1)
-			} else if apierrors.IsNotFound(err) && c.tolerate {
-				err = nil
-			}
-		}
+		// Stopping does not cancel an operation under way: a write the
+		// client gave up on may still be committed by the server after
+		// stop returned, and after the test read the server's state.
+		opCtx, opCancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
+		err := c.op(opCtx, rng, w, &next, &refs)
+		opCancel()
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -135,6 +104,55 @@ func (c *churner) work(ctx context.Context, t *testing.T, w int, mine []*corev1.
 		}
 		c.ok.Add(1)
 	}
+}
+
+// opTimeout bounds one operation of the churn.
+const opTimeout = time.Minute
+
+// churnRef names a pod a worker created or was given.
+type churnRef struct{ ns, name string }
+
+// op is one random operation of worker w: a create, a patch or a delete.
+func (c *churner) op(ctx context.Context, rng *rand.Rand, w int, next *int, refsp *[]churnRef) error {
+	refs := *refsp
+	defer func() { *refsp = refs }()
+	var err error
+	switch r := rng.IntN(100); {
+	case r < 35 || len(refs) == 0:
+		*next++
+		p := newPod(c.nss[rng.IntN(len(c.nss))], fmt.Sprintf("%sw%d-%d", c.prefix, w, *next), map[string]string{"worker": fmt.Sprint(w)})
+		_, err = c.cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
+		// After a failure the pod may or may not exist: keep it, a
+		// later update or delete finds out.
+		if err == nil || c.tolerate {
+			refs = append(refs, churnRef{p.Namespace, p.Name})
+		}
+		if err == nil {
+			c.creates.Add(1)
+		}
+	case r < 70:
+		i := rng.IntN(len(refs))
+		patch := fmt.Appendf(nil, `{"metadata":{"labels":{"op":"%d-%d"}}}`, w, rng.IntN(1000000))
+		_, err = c.cs.CoreV1().Pods(refs[i].ns).Patch(ctx, refs[i].name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if apierrors.IsNotFound(err) && c.tolerate {
+			refs = append(refs[:i], refs[i+1:]...)
+			err = nil
+		} else if err == nil {
+			c.updates.Add(1)
+		}
+	default:
+		i := rng.IntN(len(refs))
+		err = c.cs.CoreV1().Pods(refs[i].ns).Delete(ctx, refs[i].name, metav1.DeleteOptions{})
+		if err == nil || apierrors.IsNotFound(err) && c.tolerate {
+			refs = append(refs[:i], refs[i+1:]...)
+		}
+		if err == nil {
+			c.deletes.Add(1)
+		} else if apierrors.IsNotFound(err) && c.tolerate {
+			err = nil
+		}
+	}
+	return err
 }
 
 // wait waits until the workers have started limit operations.
