@@ -92,7 +92,7 @@ func TestFleetHundredClusters(t *testing.T) {
 		}
 	}
 	for _, inf := range infs {
-		if err := inf.WaitForSync(ctx); err != nil {
+		if err := inf.waitForSync(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -184,8 +184,6 @@ type fleetInformer struct {
 	waitForCluster func(context.Context, string) error
 	count          func() (int, error)
 }
-
-func (f fleetInformer) WaitForSync(ctx context.Context) error { return f.waitForSync(ctx) }
 
 // informerOf is the fleet's informer of T in s.
 func informerOf[T cache.Object](t *testing.T, fl *fleet.Fleet, s factory.Scope) fleetInformer {

@@ -75,12 +75,10 @@ func (c *churner) fail(t *testing.T, format string, args ...any) {
 }
 
 func (c *churner) work(ctx context.Context, t *testing.T, w int, mine []*corev1.Pod) {
-	rng := rand.New(rand.NewPCG(c.seed, uint64(w)))
-	var refs []churnRef
+	cw := &churnWorker{w: w, rng: rand.New(rand.NewPCG(c.seed, uint64(w)))}
 	for _, p := range mine {
-		refs = append(refs, churnRef{p.Namespace, p.Name})
+		cw.refs = append(cw.refs, churnRef{p.Namespace, p.Name})
 	}
-	next := 0
 	for ctx.Err() == nil {
 		if n := c.started.Add(1); c.limit > 0 && n > c.limit {
 			return
@@ -92,7 +90,7 @@ func (c *churner) work(ctx context.Context, t *testing.T, w int, mine []*corev1.
 		// client gave up on may still be committed by the server after
 		// stop returned, and after the test read the server's state.
 		opCtx, opCancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
-		err := c.op(opCtx, rng, w, &next, &refs)
+		err := c.op(opCtx, cw)
 		opCancel()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -112,39 +110,46 @@ const opTimeout = time.Minute
 // churnRef names a pod a worker created or was given.
 type churnRef struct{ ns, name string }
 
-// op is one random operation of worker w: a create, a patch or a delete.
-func (c *churner) op(ctx context.Context, rng *rand.Rand, w int, next *int, refsp *[]churnRef) error {
-	refs := *refsp
-	defer func() { *refsp = refs }()
+// churnWorker is what one worker of the churn keeps between operations.
+type churnWorker struct {
+	w    int
+	rng  *rand.Rand
+	next int        // the number in the name of the last pod it created
+	refs []churnRef // the pods it may update or delete
+}
+
+// op is one random operation of cw: a create, a patch or a delete.
+func (c *churner) op(ctx context.Context, cw *churnWorker) error {
+	rng, w := cw.rng, cw.w
 	var err error
 	switch r := rng.IntN(100); {
-	case r < 35 || len(refs) == 0:
-		*next++
-		p := newPod(c.nss[rng.IntN(len(c.nss))], fmt.Sprintf("%sw%d-%d", c.prefix, w, *next), map[string]string{"worker": fmt.Sprint(w)})
+	case r < 35 || len(cw.refs) == 0:
+		cw.next++
+		p := newPod(c.nss[rng.IntN(len(c.nss))], fmt.Sprintf("%sw%d-%d", c.prefix, w, cw.next), map[string]string{"worker": fmt.Sprint(w)})
 		_, err = c.cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
 		// After a failure the pod may or may not exist: keep it, a
 		// later update or delete finds out.
 		if err == nil || c.tolerate {
-			refs = append(refs, churnRef{p.Namespace, p.Name})
+			cw.refs = append(cw.refs, churnRef{p.Namespace, p.Name})
 		}
 		if err == nil {
 			c.creates.Add(1)
 		}
 	case r < 70:
-		i := rng.IntN(len(refs))
+		i := rng.IntN(len(cw.refs))
 		patch := fmt.Appendf(nil, `{"metadata":{"labels":{"op":"%d-%d"}}}`, w, rng.IntN(1000000))
-		_, err = c.cs.CoreV1().Pods(refs[i].ns).Patch(ctx, refs[i].name, types.MergePatchType, patch, metav1.PatchOptions{})
+		_, err = c.cs.CoreV1().Pods(cw.refs[i].ns).Patch(ctx, cw.refs[i].name, types.MergePatchType, patch, metav1.PatchOptions{})
 		if apierrors.IsNotFound(err) && c.tolerate {
-			refs = append(refs[:i], refs[i+1:]...)
+			cw.refs = append(cw.refs[:i], cw.refs[i+1:]...)
 			err = nil
 		} else if err == nil {
 			c.updates.Add(1)
 		}
 	default:
-		i := rng.IntN(len(refs))
-		err = c.cs.CoreV1().Pods(refs[i].ns).Delete(ctx, refs[i].name, metav1.DeleteOptions{})
+		i := rng.IntN(len(cw.refs))
+		err = c.cs.CoreV1().Pods(cw.refs[i].ns).Delete(ctx, cw.refs[i].name, metav1.DeleteOptions{})
 		if err == nil || apierrors.IsNotFound(err) && c.tolerate {
-			refs = append(refs[:i], refs[i+1:]...)
+			cw.refs = append(cw.refs[:i], cw.refs[i+1:]...)
 		}
 		if err == nil {
 			c.deletes.Add(1)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -125,18 +124,10 @@ func (c *Core) serve(w http.ResponseWriter, r *http.Request) {
 		WriteStatus(w, apierrors.NewNotFound(schema.GroupResource{Resource: name}, p))
 		return
 	}
-	var opts metav1.ListOptions
-	q := r.URL.Query()
-	if err := metav1.Convert_url_Values_To_v1_ListOptions(&q, &opts, nil); err != nil {
-		WriteStatus(w, apierrors.NewBadRequest(err.Error()))
+	opts, err := listOptions(r, ns)
+	if err != nil {
+		WriteStatus(w, err)
 		return
-	}
-	if ns != "" {
-		sel := "metadata.namespace=" + ns
-		if opts.FieldSelector != "" {
-			sel += "," + opts.FieldSelector
-		}
-		opts.FieldSelector = sel
 	}
 	if opts.Watch {
 		c.watch(r.Context(), w, res, opts, proto)
@@ -190,19 +181,7 @@ func (c *Core) watch(ctx context.Context, w http.ResponseWriter, res Resource, o
 		return
 	}
 	defer stop()
-	if proto {
-		w.Header().Set("Content-Type", runtime.ContentTypeProtobuf+";stream=watch")
-	} else {
-		w.Header().Set("Content-Type", "application/json")
-	}
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	flush := func() {
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
-	flush()
+	flush := startWatch(w, proto)
 	enc := json.NewEncoder(w)
 	send := func(typ watch.EventType, obj runtime.Object) {
 		if proto {
@@ -216,11 +195,8 @@ func (c *Core) watch(ctx context.Context, w http.ResponseWriter, res Resource, o
 	for {
 		typ, obj, err := next(ctx)
 		if err != nil {
-			var api apierrors.APIStatus
-			if errors.As(err, &api) {
-				st := api.Status()
-				st.Kind, st.APIVersion = "Status", "v1"
-				send(watch.Error, &st)
+			if st, ok := watchStatus(err); ok {
+				send(watch.Error, st)
 			}
 			return
 		}
@@ -232,24 +208,13 @@ func (c *Core) watch(ctx context.Context, w http.ResponseWriter, res Resource, o
 // discovery serves the legacy discovery documents of the core group with
 // the resources of c, in protobuf when the client accepts it.
 func (c *Core) discovery(w http.ResponseWriter, path string, proto bool) {
-	var doc runtime.Object
-	switch path {
-	case "/api":
-		doc = &metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"}}
-	case "/apis":
-		doc = &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
-	default:
+	doc := discoveryDoc(path)
+	if doc == nil {
 		l := &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: "v1"}
 		for _, r := range c.resources {
 			l.APIResources = append(l.APIResources, metav1.APIResource{Name: r.name, Namespaced: true, Kind: r.kind, Verbs: metav1.Verbs{"get", "list", "watch"}})
 		}
 		doc = l
 	}
-	if proto {
-		w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
-		_, _ = w.Write(EncodeProto(doc))
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(doc)
+	writeObject(w, doc, proto)
 }

@@ -2,6 +2,7 @@ package podserver_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,7 +67,7 @@ func TestCore(t *testing.T) {
 				}
 			}
 
-			if srv.Config().Host[:8] != "https://" {
+			if !strings.HasPrefix(srv.Config().Host, "https://") {
 				t.Fatalf("the server's URL is %s, want https", srv.Config().Host)
 			}
 			secrets, err := source.FromConfig[*corev1.Secret](srv.Config(), source.RESTOptions{Mapper: mapper, Protobuf: proto})

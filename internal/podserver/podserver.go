@@ -117,18 +117,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		WriteStatus(w, apierrors.NewNotFound(schema.GroupResource{Resource: "unknown"}, p))
 		return
 	}
-	var opts metav1.ListOptions
-	q := r.URL.Query()
-	if err := metav1.Convert_url_Values_To_v1_ListOptions(&q, &opts, nil); err != nil {
-		WriteStatus(w, apierrors.NewBadRequest(err.Error()))
+	opts, err := listOptions(r, ns)
+	if err != nil {
+		WriteStatus(w, err)
 		return
-	}
-	if ns != "" {
-		sel := "metadata.namespace=" + ns
-		if opts.FieldSelector != "" {
-			sel += "," + opts.FieldSelector
-		}
-		opts.FieldSelector = sel
 	}
 	proto := strings.Contains(r.Header.Get("Accept"), runtime.ContentTypeProtobuf)
 	if opts.Watch {
@@ -158,13 +150,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.writeList(w, out, proto)
 		return
 	}
-	if proto {
-		w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
-		_, _ = w.Write(EncodeProto(out))
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(out)
+	writeObject(w, out, proto)
 }
 
 // list lists the fake, all its pages at once if Whole.
@@ -266,18 +252,7 @@ func (s *Server) watch(ctx context.Context, w http.ResponseWriter, opts metav1.L
 		return
 	}
 	defer wt.Stop()
-	if proto {
-		w.Header().Set("Content-Type", runtime.ContentTypeProtobuf+";stream=watch")
-	} else {
-		w.Header().Set("Content-Type", "application/json")
-	}
-	w.WriteHeader(http.StatusOK)
-	flush := func() {
-		if f, ok := w.(http.Flusher); ok {
-			f.Flush()
-		}
-	}
-	flush()
+	flush := startWatch(w, proto)
 	enc := json.NewEncoder(w)
 	send := func(typ watch.EventType, obj runtime.Object) {
 		p, _ := obj.(*corev1.Pod)
@@ -296,11 +271,8 @@ func (s *Server) watch(ctx context.Context, w http.ResponseWriter, opts metav1.L
 	for {
 		ev, err := wt.Next(ctx)
 		if err != nil {
-			var api apierrors.APIStatus
-			if errors.As(err, &api) {
-				st := api.Status()
-				st.Kind, st.APIVersion = "Status", "v1"
-				send(watch.Error, &st)
+			if st, ok := watchStatus(err); ok {
+				send(watch.Error, st)
 			}
 			return
 		}
@@ -443,13 +415,8 @@ func envelope(kind string, msg []byte) []byte {
 // pods and nodes, in protobuf when the client accepts it, as the API server
 // does.
 func discovery(w http.ResponseWriter, path string, proto bool) {
-	var doc runtime.Object
-	switch path {
-	case "/api":
-		doc = &metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"}}
-	case "/apis":
-		doc = &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
-	default:
+	doc := discoveryDoc(path)
+	if doc == nil {
 		verbs := metav1.Verbs{"get", "list", "watch"}
 		doc = &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: "v1",
 			APIResources: []metav1.APIResource{
@@ -457,13 +424,80 @@ func discovery(w http.ResponseWriter, path string, proto bool) {
 				{Name: "nodes", Namespaced: false, Kind: "Node", Verbs: verbs},
 			}}
 	}
+	writeObject(w, doc, proto)
+}
+
+// discoveryDoc is the legacy discovery document at path (/api, /apis) or
+// nil for any other path, which the caller serves with its resources.
+func discoveryDoc(path string) runtime.Object {
+	switch path {
+	case "/api":
+		return &metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"}}
+	case "/apis":
+		return &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
+	}
+	return nil
+}
+
+// writeObject writes obj as the API server writes a body: in protobuf
+// when the client accepts it, else in JSON.
+func writeObject(w http.ResponseWriter, obj runtime.Object, proto bool) {
 	if proto {
 		w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
-		_, _ = w.Write(EncodeProto(doc))
+		_, _ = w.Write(EncodeProto(obj))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(doc)
+	_ = json.NewEncoder(w).Encode(obj)
+}
+
+// listOptions are the list options of r's query, with a field selector
+// on the namespace ns of its path if ns is set; an error is a BadRequest.
+func listOptions(r *http.Request, ns string) (metav1.ListOptions, error) {
+	var opts metav1.ListOptions
+	q := r.URL.Query()
+	if err := metav1.Convert_url_Values_To_v1_ListOptions(&q, &opts, nil); err != nil {
+		return opts, apierrors.NewBadRequest(err.Error())
+	}
+	if ns != "" {
+		sel := "metadata.namespace=" + ns
+		if opts.FieldSelector != "" {
+			sel += "," + opts.FieldSelector
+		}
+		opts.FieldSelector = sel
+	}
+	return opts, nil
+}
+
+// startWatch writes the headers of a watch response and flushes them; it
+// returns the function that flushes each event.
+func startWatch(w http.ResponseWriter, proto bool) (flush func()) {
+	if proto {
+		w.Header().Set("Content-Type", runtime.ContentTypeProtobuf+";stream=watch")
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	w.WriteHeader(http.StatusOK)
+	f, _ := w.(http.Flusher)
+	flush = func() {
+		if f != nil {
+			f.Flush()
+		}
+	}
+	flush()
+	return flush
+}
+
+// watchStatus is the Status of the ERROR event that ends a watch with
+// err, if err is an API error; a watch that just ends sends none.
+func watchStatus(err error) (*metav1.Status, bool) {
+	var api apierrors.APIStatus
+	if !errors.As(err, &api) {
+		return nil, false
+	}
+	st := api.Status()
+	st.Kind, st.APIVersion = "Status", "v1"
+	return &st, true
 }
 
 // WriteStatus writes err as an API server does: a Status with its code.
