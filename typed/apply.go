@@ -292,6 +292,7 @@ func (a *applier[T]) applyList() {
 		a.inf.reportAsync(err)
 	}
 	a.rev = rev
+	a.publishQuarantine() // by the time the list counts as synced, readers see what it refused
 	if a.inf.mutations != nil {
 		a.inf.mutations.record(a.changes)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -190,6 +191,37 @@ func eventKinds(rec *informertest.Recorder[*corev1.Pod], k cache.Key) []string {
 // changes of other objects go on (no relist); a deletion of a quarantined
 // object takes it out of quarantine and, if it was cached, is delivered;
 // a fix of a stale one is an Update from the cached version.
+// TestQuarantineVisibleAtSync: once WaitForSync returns, Status() lists
+// what the initial list refused; readers never see the list's objects
+// without its quarantine. The window it guards is short, so the test runs
+// many informers at once, each checking straight after its sync.
+func TestQuarantineVisibleAtSync(t *testing.T) {
+	const informers = 50
+	var wg sync.WaitGroup
+	for i := range informers {
+		wg.Go(func() {
+			var bad atomic.Bool
+			bad.Store(true)
+			pods := it.Pods(8)
+			pods[3].Labels = map[string]string{"poison": "true"}
+			opts := typed.Options[*corev1.Pod]{ErrorHandler: func(error) {}, NoWatchList: i%2 == 0}
+			poisonWays(&bad)["transform error"](&opts)
+			inf := mustInformer(t, fakeOf(sourcetest.FakeOptions[*corev1.Pod]{NoWatchList: i%2 == 0}, pods...), opts)
+			stop := it.Run(t, inf)
+			defer stop()
+			if err := inf.WaitForSync(t.Context()); err != nil {
+				t.Error(err)
+				return
+			}
+			st := inf.Status()
+			if got := len(st.Quarantined); got != 1 || inf.Store().Len() != 7 {
+				t.Errorf("informer %d, right after WaitForSync: %d objects, %d quarantined; want 7 and 1", i, inf.Store().Len(), got)
+			}
+		})
+	}
+	wg.Wait()
+}
+
 func TestQuarantineLive(t *testing.T) {
 	cases := []struct {
 		name       string
