@@ -331,12 +331,13 @@ func (f *File[T]) Load(each func(T) error) error {
 		return f.loadParallel(each, workers)
 	}
 	var buf []byte
+	var d decoder[T]
 	for i := range f.Header.Objects {
 		var err error
 		if buf, err = f.record(buf, maxObject); err != nil {
 			return fmt.Errorf("%s: object %d: %w", f.path, i, err)
 		}
-		obj, err := decode[T](buf)
+		obj, err := d.decode(buf)
 		if err != nil {
 			return fmt.Errorf("%s: object %d: %w: %w", f.path, i, ErrCorrupt, err)
 		}
@@ -394,11 +395,12 @@ func (f *File[T]) loadParallel(each func(T) error, workers int) error {
 	var decoders sync.WaitGroup
 	for range workers {
 		decoders.Go(func() {
+			var d decoder[T]
 			for c := range work {
 				c.objs = make([]T, 0, len(c.ends))
 				start := 0
 				for i, end := range c.ends {
-					obj, err := decode[T](c.data[start:end])
+					obj, err := d.decode(c.data[start:end])
 					if err != nil {
 						c.err = fmt.Errorf("%s: object %d: %w: %w", f.path, c.first+i, ErrCorrupt, err)
 						break
@@ -500,18 +502,35 @@ func (f *File[T]) loadParallel(each func(T) error, workers int) error {
 // Close closes the file.
 func (f *File[T]) Close() error { return f.f.Close() }
 
-// decode decodes one object of T, a pointer type.
-func decode[T any](b []byte) (T, error) {
+// decoder decodes objects of T, a pointer type, on one goroutine.
+type decoder[T any] struct {
+	elem   reflect.Type // what T points to; nil before the first object
+	sizer  *sizer       // for a protobuf T whose slices it can size
+	counts []int        // the sizer's, reused
+}
+
+// decode decodes one object.
+func (d *decoder[T]) decode(b []byte) (T, error) {
 	var zero T
-	rt := reflect.TypeFor[T]()
-	if rt.Kind() != reflect.Pointer {
-		return zero, fmt.Errorf("decode: %v is not a pointer type", rt)
+	if d.elem == nil {
+		rt := reflect.TypeFor[T]()
+		if rt.Kind() != reflect.Pointer {
+			return zero, fmt.Errorf("decode: %v is not a pointer type", rt)
+		}
+		d.elem = rt.Elem()
+		if _, ok := reflect.Zero(rt).Interface().(protoMessage); ok && d.elem.Kind() == reflect.Struct {
+			d.sizer = sizerOf(d.elem)
+		}
 	}
-	obj, ok := reflect.New(rt.Elem()).Interface().(T)
+	v := reflect.New(d.elem)
+	obj, ok := v.Interface().(T)
 	if !ok {
-		return zero, fmt.Errorf("decode: cannot make a %v", rt)
+		return zero, fmt.Errorf("decode: cannot make a %v", d.elem)
 	}
 	if m, ok := any(obj).(protoMessage); ok {
+		if d.sizer != nil {
+			d.counts = d.sizer.presize(v.Elem(), b, d.counts)
+		}
 		if err := m.Unmarshal(b); err != nil {
 			return zero, err
 		}
