@@ -25,12 +25,13 @@ type applier[T cache.Object] struct {
 	synced    bool // the first list is applied
 
 	// The list being collected between ReplaceStart and ReplaceEnd.
-	listing bool
-	fresh   bool              // the cache was empty when the list started
-	listed  map[cache.Key]int // key -> index in list; for a fresh list, nil until needed (index)
-	list    []cache.Entry[T]  // in order of first appearance; zero Key: removed
-	left    int               // deltas of the batch being taken from the current one on
-	listNew int               // objects of the list the cache does not hold (MemoryBudget with Refuse)
+	listing    bool
+	fresh      bool              // the cache was empty when the list started
+	listed     map[cache.Key]int // key -> index in list; for a fresh list, nil until needed (index)
+	list       []cache.Entry[T]  // in order of first appearance; zero Key: removed
+	left       int               // deltas of the batch being taken from the current one on
+	listNew    int               // objects of the list the cache does not hold (MemoryBudget with Refuse)
+	sharedList bool              // the list's strings are shared already (keep)
 
 	budgetHit bool // an object was refused for the MemoryBudget in this batch (size.go)
 
@@ -154,6 +155,7 @@ func (a *applier[T]) startList() {
 	}
 	a.listRefused = nil
 	a.listNew = 0
+	a.sharedList = a.inf.loadShared.Swap(false)
 }
 
 // index makes the key index of the list collected so far, which a fresh
@@ -202,14 +204,14 @@ func (a *applier[T]) collect(d *fifo.Delta[T]) {
 		// A fresh list without deletions so far: nothing cached to
 		// reuse, and a key listed twice is written twice, an add then
 		// an update, as client-go delivers it.
-		a.inf.share(e.Object)
+		a.keep(e.Object)
 		a.list = append(a.list, e)
 		return
 	}
 	if held, ok := a.inf.writer.Entry(k); ok && sameVersion(held.Object, e.Object) {
 		e = held
 	} else {
-		a.inf.share(e.Object)
+		a.keep(e.Object)
 	}
 	if i, ok := a.listed[k]; ok {
 		a.list[i] = e // the later one wins
@@ -217,6 +219,17 @@ func (a *applier[T]) collect(d *fifo.Delta[T]) {
 	}
 	a.listed[k] = len(a.list)
 	a.list = append(a.list, e)
+}
+
+// keep readies a listed object for the cache: its strings shared, unless
+// the list is a saved file's whose decoders shared them, and its size
+// sampled.
+func (a *applier[T]) keep(obj T) {
+	if a.sharedList {
+		a.inf.size.sample(obj)
+		return
+	}
+	a.inf.share(obj)
 }
 
 // sameVersion reports two states of one object at one resourceVersion.

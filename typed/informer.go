@@ -104,6 +104,7 @@ type Informer[T cache.Object] struct {
 	consistent consistency
 	mutations  *mutationDetector[T]
 	strs       *intern.Interner[T] // nil: strings are not shared (intern.go)
+	loadShared atomic.Bool         // the next list is a saved file's, its strings shared as it was decoded (warm.go)
 	size       sizeState           // the cache's size estimate (size.go)
 	warm       *warmState          // nil without Options.WarmStart (warm.go)
 

@@ -28,11 +28,15 @@ func newSharer[T cache.Object](info source.Info, opts Options[T]) *intern.Intern
 // failure leaves obj as it was or with some strings shared, equal either
 // way, and is reported.
 func (inf *Informer[T]) share(obj T) {
-	if inf.strs == nil {
-		inf.size.sample(obj)
-		return
+	if inf.strs != nil {
+		inf.shareStrings(obj)
 	}
-	defer inf.size.sample(obj) // the shared strings are what it holds
+	inf.size.sample(obj) // the shared strings are what it holds
+}
+
+// shareStrings shares the strings of obj, which no other goroutine holds
+// yet; safe for concurrent use on different objects.
+func (inf *Informer[T]) shareStrings(obj T) {
 	if err := inf.strs.Strings(obj); err != nil {
 		inf.reportAsync(err)
 	}

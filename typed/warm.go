@@ -142,6 +142,13 @@ func (inf *Informer[T]) openSaved() (reflector.Saved[T], error) {
 	if err != nil {
 		return nil, err
 	}
+	if inf.strs != nil && inf.opts.Transform == nil {
+		// The strings of loaded objects are shared by the decoders, in
+		// parallel, not by the writer after them; a Transform may
+		// replace the object, and its result is shared by the writer.
+		f.Decoded = inf.shareStrings
+		inf.loadShared.Store(true)
+	}
 	return savedFile[T]{f}, nil
 }
 

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -289,5 +291,69 @@ func TestWarmStartSavesAtInterval(t *testing.T) {
 	}
 	if e := errs.All(); len(e) > 0 {
 		t.Errorf("errors: %v", e)
+	}
+}
+
+// TestWarmStartSharesStrings: the objects of a saved file, decoded on one
+// goroutine (a small file) or on several (a large one), share their equal
+// strings and maps in the cache as listed ones do, whether the decoders
+// share them or, under a Transform, the writer does.
+func TestWarmStartSharesStrings(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		n         int
+		transform bool
+	}{
+		{"small file", 20, false},
+		{"large file", 1500, false},
+		{"large file, transform", 1500, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pods := make([]*corev1.Pod, tc.n)
+			for i := range pods {
+				pods[i] = podWith(fmt.Sprintf("p-%04d", i))
+			}
+			fake := fakeOf(sourcetest.FakeOptions[*corev1.Pod]{}, pods...)
+			path := filepath.Join(t.TempDir(), "pods.cache")
+			opts := typed.Options[*corev1.Pod]{WarmStart: &typed.WarmStart{Path: path, Interval: -1}}
+			if tc.transform {
+				opts.Transform = func(p *corev1.Pod) (*corev1.Pod, error) { p.Spec.NodeName = "n"; return p, nil }
+			}
+			for run := range 2 {
+				errs := &it.ErrSink{}
+				opts.ErrorHandler = errs.Handle
+				inf, err := typed.NewInformer[*corev1.Pod](exclusive{fake, true}, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if run == 1 {
+					bookmarking(t, fake)
+				}
+				stop := startSynced(t, inf)
+				if e := errs.All(); len(e) > 0 {
+					t.Fatalf("run %d: %v", run, e)
+				}
+				if run == 0 {
+					stop() // saves
+					continue
+				}
+				if !inf.WarmStatus().Started || inf.Store().Len() != tc.n {
+					t.Fatalf("warm start: %+v with %d pods, want a warm start of %d", inf.WarmStatus(), inf.Store().Len(), tc.n)
+				}
+				got := inf.Store().List()
+				a := got[0]
+				for _, b := range got[1:] {
+					if unsafe.StringData(a.Namespace) != unsafe.StringData(b.Namespace) ||
+						unsafe.StringData(a.Spec.Containers[0].Image) != unsafe.StringData(b.Spec.Containers[0].Image) ||
+						reflect.ValueOf(a.Labels).Pointer() != reflect.ValueOf(b.Labels).Pointer() {
+						t.Fatalf("%s and %s, loaded, do not share their namespace, image and labels", a.Name, b.Name)
+					}
+					if unsafe.StringData(a.Name) == unsafe.StringData(b.Name) {
+						t.Fatalf("%s and %s share their name", a.Name, b.Name)
+					}
+				}
+				stop()
+			}
+		})
 	}
 }

@@ -215,6 +215,13 @@ func encode[T any](obj T, buf []byte) ([]byte, error) {
 // File is a saved cache opened for loading.
 type File[T any] struct {
 	Header Header
+	// Decoded, if set, is called with each object right after it is
+	// decoded, on the goroutine that decoded it, before Load hands it
+	// over: work on the objects that spreads over the decoders (a large
+	// file's are several at once, so Decoded must be safe for concurrent
+	// use on different objects).
+	Decoded func(T)
+
 	f      *os.File
 	r      *bufio.Reader
 	h      hash.Hash
@@ -331,7 +338,7 @@ func (f *File[T]) Load(each func(T) error) error {
 		return f.loadParallel(each, workers)
 	}
 	var buf []byte
-	var d decoder[T]
+	d := decoder[T]{decoded: f.Decoded}
 	for i := range f.Header.Objects {
 		var err error
 		if buf, err = f.record(buf, maxObject); err != nil {
@@ -395,7 +402,7 @@ func (f *File[T]) loadParallel(each func(T) error, workers int) error {
 	var decoders sync.WaitGroup
 	for range workers {
 		decoders.Go(func() {
-			var d decoder[T]
+			d := decoder[T]{decoded: f.Decoded}
 			for c := range work {
 				c.objs = make([]T, 0, len(c.ends))
 				start := 0
@@ -504,6 +511,7 @@ func (f *File[T]) Close() error { return f.f.Close() }
 
 // decoder decodes objects of T, a pointer type, on one goroutine.
 type decoder[T any] struct {
+	decoded func(T) // File.Decoded
 	elem   reflect.Type // what T points to; nil before the first object
 	sizer  *sizer       // for a protobuf T whose slices it can size
 	counts []int        // the sizer's, reused
@@ -534,10 +542,11 @@ func (d *decoder[T]) decode(b []byte) (T, error) {
 		if err := m.Unmarshal(b); err != nil {
 			return zero, err
 		}
-		return obj, nil
-	}
-	if err := json.Unmarshal(b, obj); err != nil {
+	} else if err := json.Unmarshal(b, obj); err != nil {
 		return zero, err
+	}
+	if d.decoded != nil {
+		d.decoded(obj)
 	}
 	return obj, nil
 }
