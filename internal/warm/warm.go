@@ -222,10 +222,10 @@ type File[T any] struct {
 	// use on different objects).
 	Decoded func(T)
 
-	f      *os.File
-	r      *bufio.Reader
-	h      hash.Hash
-	path   string
+	f    *os.File
+	r    *bufio.Reader
+	h    hash.Hash
+	path string
 }
 
 // Open opens the file at path and reads its header; it fails if the file
@@ -511,10 +511,10 @@ func (f *File[T]) Close() error { return f.f.Close() }
 
 // decoder decodes objects of T, a pointer type, on one goroutine.
 type decoder[T any] struct {
-	decoded func(T) // File.Decoded
-	elem   reflect.Type // what T points to; nil before the first object
-	sizer  *sizer       // for a protobuf T whose slices it can size
-	counts []int        // the sizer's, reused
+	decoded func(T)      // File.Decoded
+	elem    reflect.Type // what T points to; nil before the first object
+	sizer   *sizer       // for a protobuf T whose slices it can size
+	counts  []int        // the sizer's, reused
 }
 
 // decode decodes one object.
